@@ -1,0 +1,374 @@
+/*
+ * kx-analyze: streaming analyzer of C preprocessor output.
+ *
+ *   gcc -E ... -o - file.c | kx-analyze [-n TOP] [-s SELF]
+ *
+ * Reads stdin (a pipe is fine: nothing is kept but counters), writes one
+ * JSON object to stdout:
+ *   bytes, lines, longest_line_bytes (+ where), marker_lines, code_bytes
+ *   (bytes outside line markers), totals of macro-instantiation markers,
+ *   and the TOP source lines by expanded bytes, attributed through the
+ *   "# LINE "FILE" FLAGS" line markers that gcc and clang emit.
+ * With -s SELF, attribution is also summed for the main file only
+ * ("self_bytes").
+ *
+ * Per source line it counts three traces that macro expansion leaves:
+ *   choose_expr  "__builtin_choose_expr"
+ *   stmt_expr    "({"   (statement expressions)
+ *   unique_id    "__UNIQUE_ID_"  (names made by __UNIQUE_ID())
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHUNK (1 << 20)
+#define MARK_MAX 8192
+#define NPAT 3
+
+static const char *const pat[NPAT] = {
+	"__builtin_choose_expr", "({", "__UNIQUE_ID_",
+};
+static size_t patlen[NPAT];
+#define PATMAX 21 /* strlen("__builtin_choose_expr") */
+
+struct entry {
+	uint32_t file;    /* index into files[], +1 (0: empty slot) */
+	uint32_t line;
+	uint64_t bytes;
+	uint64_t lines;   /* output lines attributed */
+	uint64_t count[NPAT];
+};
+
+static struct entry *tab;
+static size_t tab_size, tab_used;
+
+static char **files;
+static size_t nfiles, files_cap;
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n);
+	if (!p) {
+		fprintf(stderr, "kx-analyze: out of memory\n");
+		exit(2);
+	}
+	return p;
+}
+
+static uint32_t intern(const char *s, size_t n)
+{
+	/* few distinct files (hundreds) and markers are rare: linear scan
+	 * from the most recent is fast enough */
+	for (size_t i = nfiles; i-- > 0;)
+		if (strlen(files[i]) == n && memcmp(files[i], s, n) == 0)
+			return (uint32_t)i;
+	if (nfiles == files_cap) {
+		files_cap = files_cap ? 2 * files_cap : 64;
+		files = xrealloc(files, files_cap * sizeof(*files));
+	}
+	files[nfiles] = xrealloc(NULL, n + 1);
+	memcpy(files[nfiles], s, n);
+	files[nfiles][n] = 0;
+	return (uint32_t)nfiles++;
+}
+
+static uint64_t hash(uint32_t f, uint32_t l)
+{
+	uint64_t h = ((uint64_t)f << 32 | l) * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+static struct entry *lookup(uint32_t file, uint32_t line)
+{
+	if (2 * (tab_used + 1) > tab_size) {
+		size_t old = tab_size;
+		struct entry *ot = tab;
+		tab_size = old ? 2 * old : 4096;
+		tab = calloc(tab_size, sizeof(*tab));
+		if (!tab) {
+			fprintf(stderr, "kx-analyze: out of memory\n");
+			exit(2);
+		}
+		for (size_t i = 0; i < old; i++) {
+			if (!ot[i].file)
+				continue;
+			size_t j = hash(ot[i].file, ot[i].line) & (tab_size - 1);
+			while (tab[j].file)
+				j = (j + 1) & (tab_size - 1);
+			tab[j] = ot[i];
+		}
+		free(ot);
+	}
+	size_t j = hash(file + 1, line) & (tab_size - 1);
+	while (tab[j].file) {
+		if (tab[j].file == file + 1 && tab[j].line == line)
+			return &tab[j];
+		j = (j + 1) & (tab_size - 1);
+	}
+	tab[j].file = file + 1;
+	tab[j].line = line;
+	tab_used++;
+	return &tab[j];
+}
+
+/* state of the line being read */
+static uint32_t cur_file, cur_line = 1;
+static int have_file;
+static struct entry *cur;        /* attribution of the current line */
+static uint64_t line_len;        /* bytes so far in the current line */
+static int at_line_start = 1;
+static int maybe_marker;         /* current line starts like "# <digit>" */
+static char mark[MARK_MAX];
+static size_t mark_len;
+/* the last PATMAX-1 bytes of the current line, for matches across chunks */
+static char tail[PATMAX];
+static size_t tail_len;
+
+static uint64_t total_bytes, total_lines, marker_lines, code_bytes;
+static uint64_t longest, longest_file_line;
+static uint32_t longest_file;
+static int longest_has_file;
+static uint64_t totals[NPAT];
+
+static void parse_marker(void)
+{
+	/* "# 123 "file" flags" ; also "#line 123 "file"" */
+	const char *p = mark + 1, *end = mark + mark_len;
+	while (p < end && *p == ' ')
+		p++;
+	char *q;
+	unsigned long n = strtoul(p, &q, 10);
+	if (q == p)
+		return;
+	p = q;
+	while (p < end && *p == ' ')
+		p++;
+	if (p < end && *p == '"') {
+		const char *s = ++p;
+		while (p < end && *p != '"') {
+			if (*p == '\\' && p + 1 < end)
+				p++;
+			p++;
+		}
+		cur_file = intern(s, (size_t)(p - s));
+		have_file = 1;
+	}
+	cur_line = (uint32_t)n;
+}
+
+static void count_patterns(const char *s, size_t n, struct entry *e)
+{
+	/* s: tail of the previous chunk (tail_len bytes) followed by new
+	 * bytes. Count only matches that end in the new bytes. */
+	for (int k = 0; k < NPAT; k++) {
+		const char *p = s, *end = s + n;
+		uint64_t c = 0;
+		while ((p = memmem(p, (size_t)(end - p), pat[k], patlen[k]))) {
+			if ((size_t)(p - s) + patlen[k] > tail_len)
+				c++;
+			p += 1;
+		}
+		if (e)
+			e->count[k] += c;
+		totals[k] += c;
+	}
+}
+
+static void end_line(void)
+{
+	if (maybe_marker) {
+		marker_lines++;
+		parse_marker();
+	} else {
+		code_bytes += line_len;
+		if (at_line_start && have_file) /* an empty line */
+			cur = lookup(cur_file, cur_line);
+		if (cur) {
+			cur->bytes += line_len;
+			cur->lines++;
+		}
+		if (line_len > longest) {
+			longest = line_len;
+			longest_file = cur_file;
+			longest_file_line = cur_line;
+			longest_has_file = have_file;
+		}
+		cur_line++;
+	}
+	total_lines++;
+	at_line_start = 1;
+	maybe_marker = 0;
+	mark_len = 0;
+	line_len = 0;
+	tail_len = 0;
+	cur = NULL;
+}
+
+/* process bytes [s, s+n) that lie inside one line (no '\n') */
+static void line_bytes(const char *s, size_t n, char *work)
+{
+	if (!n)
+		return;
+	if (at_line_start) {
+		at_line_start = 0;
+		maybe_marker = (s[0] == '#');
+		if (!maybe_marker)
+			cur = have_file ? lookup(cur_file, cur_line) : NULL;
+	}
+	line_len += n;
+	if (maybe_marker) {
+		if (mark_len + n < MARK_MAX) {
+			memcpy(mark + mark_len, s, n);
+			mark_len += n;
+			/* "#pragma", "#ident": not a marker */
+			if (mark_len >= 2 && !(mark[1] == ' ' || mark[1] == 'l')) {
+				maybe_marker = 0;
+			}
+		} else {
+			maybe_marker = 0;
+		}
+		if (!maybe_marker) {
+			/* it was code after all: count what we have buffered */
+			cur = have_file ? lookup(cur_file, cur_line) : NULL;
+			memcpy(work, mark, mark_len);
+			tail_len = 0;
+			count_patterns(work, mark_len, cur);
+			size_t t = mark_len < PATMAX - 1 ? mark_len : PATMAX - 1;
+			memcpy(tail, mark + mark_len - t, t);
+			tail_len = t;
+		}
+		return;
+	}
+	memcpy(work, tail, tail_len);
+	memcpy(work + tail_len, s, n);
+	count_patterns(work, tail_len + n, cur);
+	size_t all = tail_len + n;
+	size_t t = all < PATMAX - 1 ? all : PATMAX - 1;
+	memmove(tail, work + all - t, t);
+	tail_len = t;
+}
+
+static int cmp_bytes(const void *a, const void *b)
+{
+	const struct entry *x = *(struct entry *const *)a;
+	const struct entry *y = *(struct entry *const *)b;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	if (x->file != y->file)
+		return x->file < y->file ? -1 : 1;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: kx-analyze [-n TOP] < preprocessed.i\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	long top = 5;
+	int opt;
+	while ((opt = getopt(argc, argv, "n:h")) != -1) {
+		if (opt == 'n') {
+			char *e;
+			top = strtol(optarg, &e, 10);
+			if (*e || top < 0)
+				usage();
+		} else {
+			usage();
+		}
+	}
+	for (int k = 0; k < NPAT; k++)
+		patlen[k] = strlen(pat[k]);
+
+	char *buf = xrealloc(NULL, CHUNK);
+	char *work = xrealloc(NULL, CHUNK + MARK_MAX + PATMAX);
+	for (;;) {
+		ssize_t n = read(0, buf, CHUNK);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			perror("kx-analyze: read");
+			return 2;
+		}
+		if (n == 0)
+			break;
+		total_bytes += (uint64_t)n;
+		const char *p = buf, *end = buf + n;
+		while (p < end) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			if (!nl) {
+				line_bytes(p, (size_t)(end - p), work);
+				break;
+			}
+			line_bytes(p, (size_t)(nl - p), work);
+			line_len++; /* the newline belongs to its line */
+			end_line();
+			p = nl + 1;
+		}
+	}
+	if (!at_line_start)
+		end_line();
+
+	struct entry **v = xrealloc(NULL, (tab_used + 1) * sizeof(*v));
+	size_t m = 0;
+	for (size_t i = 0; i < tab_size; i++)
+		if (tab[i].file)
+			v[m++] = &tab[i];
+	qsort(v, m, sizeof(*v), cmp_bytes);
+
+	printf("{\"bytes\": %llu, \"lines\": %llu, \"longest_line_bytes\": %llu",
+	       (unsigned long long)total_bytes, (unsigned long long)total_lines,
+	       (unsigned long long)longest);
+	printf(", \"longest_line_at\": ");
+	if (longest_has_file) {
+		printf("{\"file\": ");
+		json_str(files[longest_file]);
+		printf(", \"line\": %llu}", (unsigned long long)longest_file_line);
+	} else {
+		printf("null");
+	}
+	printf(", \"marker_lines\": %llu, \"code_bytes\": %llu",
+	       (unsigned long long)marker_lines, (unsigned long long)code_bytes);
+	printf(", \"totals\": {\"choose_expr\": %llu, \"stmt_expr\": %llu, "
+	       "\"unique_id\": %llu}", (unsigned long long)totals[0],
+	       (unsigned long long)totals[1], (unsigned long long)totals[2]);
+	printf(", \"source_lines\": %zu, \"top\": [", m);
+	for (size_t i = 0; i < m && (long)i < top; i++) {
+		printf("%s{\"file\": ", i ? ", " : "");
+		json_str(files[v[i]->file - 1]);
+		printf(", \"line\": %u, \"bytes\": %llu, \"out_lines\": %llu, "
+		       "\"choose_expr\": %llu, \"stmt_expr\": %llu, \"unique_id\": %llu}",
+		       v[i]->line, (unsigned long long)v[i]->bytes,
+		       (unsigned long long)v[i]->lines,
+		       (unsigned long long)v[i]->count[0],
+		       (unsigned long long)v[i]->count[1],
+		       (unsigned long long)v[i]->count[2]);
+	}
+	printf("]}\n");
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		perror("kx-analyze: write");
+		return 2;
+	}
+	return 0;
+}
