@@ -1,0 +1,48 @@
+# kexpand: measure how much the preprocessor expands kernel files per commit.
+# See README.md. Python is Debian's (/usr/bin/python3) with Debian packages.
+PY      ?= /usr/bin/python3
+CC_HOST ?= gcc
+CASE    ?= minmax
+
+# Debian packages each target needs; installed when missing (as root), or
+# named in the error otherwise.
+PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev \
+              xz-utils git python3 python3-matplotlib
+PKGS_test  := $(PKGS_bench) python3-pytest
+
+.PHONY: all bench prepare plots test unit-test clean deps-bench deps-test
+
+all: bench/kx-analyze
+
+bench/kx-analyze: bench/kx-analyze.c
+	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ $<
+
+deps-%:
+	@missing=$$(for p in $(PKGS_$*); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "kexpand: missing Debian packages: $$missing; install them with: sudo apt-get install $$missing" >&2; exit 5; fi; \
+	  echo "kexpand: installing $$missing"; \
+	  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null || exit 5; \
+	fi
+
+# The whole story on the packaged tree: prepare the series points, measure
+# every point and focus file, write results/ and the plots.
+bench: deps-bench bench/kx-analyze
+	$(PY) bench/kexpand.py bench --case $(CASE)
+	$(PY) compare.py --case $(CASE)
+
+prepare: deps-bench
+	$(PY) bench/kexpand.py prepare --case $(CASE)
+
+plots:
+	$(PY) compare.py --case $(CASE)
+
+unit-test: deps-test bench/kx-analyze
+	$(PY) -m pytest -q tests -m "not integration"
+
+test: deps-test bench/kx-analyze
+	$(PY) -m pytest -q tests
+
+clean:
+	rm -f bench/kx-analyze
+	rm -rf tests/__pycache__ bench/__pycache__ kernel-build/__pycache__ plots/__pycache__ .pytest_cache

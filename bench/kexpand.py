@@ -1,0 +1,307 @@
+#!/usr/bin/python3
+"""kexpand: prepare the series points and measure preprocessor expansion.
+
+  kexpand.py prepare [--case minmax]
+  kexpand.py bench   [--case minmax] [--points a,b] [--files f,g] [--cc gcc]
+"""
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "kernel-build")]
+
+import kbuild                                     # noqa: E402
+import results as res                             # noqa: E402
+import series                                     # noqa: E402
+from kxutil import (KexpandError, Progress, REPO, atomic_write_json,  # noqa: E402
+                    log, main_wrapper, read_json, results_dir, work_dir,
+                    work_lock)
+
+ANALYZER = HERE / "kx-analyze"
+ANALYZER_VERSION = "2"
+TOP_LINES = 5
+
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def analyze(cmd, cwd, top=TOP_LINES):
+    """Run a preprocess command into the C analyzer through a pipe."""
+    if not ANALYZER.exists():
+        raise KexpandError(f"{ANALYZER} missing: run 'make -C {REPO} "
+                           "bench/kx-analyze'", "infra")
+    t0 = time.monotonic()
+    pre = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    ana = subprocess.Popen([str(ANALYZER), "-n", str(top)], stdin=pre.stdout,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pre.stdout.close()
+    out, aerr = ana.communicate()
+    perr = pre.stderr.read()
+    pre.wait()
+    secs = time.monotonic() - t0
+    if pre.returncode != 0:
+        tail = "\n".join(perr.decode(errors="replace").splitlines()[-15:])
+        raise KexpandError(f"preprocessing failed (exit {pre.returncode}): "
+                           f"{shlex.join(cmd)}\n{tail}", "build")
+    if ana.returncode != 0:
+        raise KexpandError(f"kx-analyze failed: {aerr.decode(errors='replace')}",
+                           "infra")
+    return json.loads(out), secs
+
+
+def tree_path(p):
+    """A line-marker path relative to the build dir -> relative to the tree."""
+    return p[3:] if p.startswith("../") else p
+
+
+def source_text(tree, bdir, relpath, line, maxlines=6):
+    """The source statement at relpath:line: that line plus continuation
+    lines while parentheses are open."""
+    path = (bdir / relpath) if not relpath.startswith("<") else None
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except (OSError, AttributeError):
+        return ""
+    out, depth = [], 0
+    for l in lines[line - 1:line - 1 + maxlines]:
+        out.append(l.strip())
+        depth += l.count("(") - l.count(")")
+        if depth <= 0:
+            break
+    return " ".join(out)
+
+
+def measure_file(tree, bdir, src):
+    argv = kbuild.compile_command(bdir, src)
+    pcmd = kbuild.preprocess_command(argv)
+    a, secs = analyze(pcmd, bdir)
+    hot = []
+    for t in a["top"]:
+        hot.append({"at": f"{tree_path(t['file'])}:{t['line']}",
+                    "bytes": t["bytes"],
+                    "source": source_text(tree, bdir, t["file"], t["line"]),
+                    "choose_expr": t["choose_expr"],
+                    "stmt_expr": t["stmt_expr"],
+                    "unique_id": t["unique_id"]})
+    la = a.get("longest_line_at")
+    return {
+        "status": "ok",
+        "expanded_bytes": a["bytes"], "lines": a["lines"],
+        "longest_line_bytes": a["longest_line_bytes"],
+        "longest_line_at": f"{tree_path(la['file'])}:{la['line']}" if la else None,
+        "code_bytes": a["code_bytes"], "marker_lines": a["marker_lines"],
+        "macro_totals": a["totals"],
+        "hot_lines": hot,
+        "analyze_seconds": round(secs, 3),
+        "command": f"cd {shlex.quote(bdir.name)} && {shlex.join(pcmd)} | "
+                   f"{ANALYZER.relative_to(REPO)} -n {TOP_LINES}",
+    }
+
+
+class Cache:
+    """Measurements keyed by (commit, compiler + version, config hash,
+    file, kind); one small JSON file each."""
+
+    def __init__(self, work):
+        self.dir = work / "cache"
+
+    def key(self, *parts):
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
+
+    def get(self, key):
+        p = self.dir / f"{key}.json"
+        return read_json(p) if p.exists() else None
+
+    def put(self, key, value):
+        atomic_write_json(self.dir / f"{key}.json", value)
+
+
+def select(names, valid, what):
+    if not names:
+        return list(valid)
+    bad = [n for n in names if n not in valid]
+    if bad:
+        raise KexpandError(f"unknown {what} {', '.join(bad)}; valid: "
+                           f"{', '.join(valid)}")
+    return names
+
+
+def split_list(s):
+    return [x for x in (s or "").replace(",", " ").split() if x]
+
+
+def cmd_prepare(args):
+    case = series.load_case(args.case)
+    work = work_dir()
+    with work_lock(work):
+        commits, failures, version = series.prepare(case, work, Progress(1))
+    for p in case.points:
+        c = commits.get(p.name)
+        print(f"{p.name:24} {c[:12] if c else 'FAILED: ' + failures[p.name]}")
+    return 2 if failures else 0
+
+
+def cmd_bench(args):
+    case = series.load_case(args.case)
+    names = select(split_list(args.points), case.names(), "point")
+    focus = [f for f, _ in case.focus]
+    files = split_list(args.files) or focus
+    compilers = select(split_list(args.cc) or ["gcc"], list(kbuild.COMPILERS),
+                       "compiler")
+    work, results = work_dir(), results_dir()
+    t_start = time.monotonic()
+    with work_lock(work):
+        prog = Progress(len(names) * len(compilers))
+        commits, failures, version = series.prepare(case, work, prog)
+        tree = work / "tree"
+        for f in files:
+            if not (tree / f).is_file():
+                raise KexpandError(f"unknown file {f}: not in the kernel tree "
+                                   f"{tree}; focus files are: {', '.join(focus)}")
+        cache = Cache(work)
+        chash = kbuild.config_hash(case.config)
+        cpu = cpu_model()
+        worst = 0
+        for cc in compilers:
+            ccver = kbuild.compiler_version(cc)
+            for name in names:
+                prog.step(f"{name} / {cc}")
+                commit = commits.get(name)
+                if commit is None:
+                    log(f"point {name}: not measured: {failures.get(name)}")
+                    worst = max(worst, 2)
+                    continue
+                rec = measure_point(case, tree, name, commit, cc, ccver, chash,
+                                    files, cache, prog)
+                rec.update({"package": f"{series.SOURCE_PACKAGE} {version}",
+                            "cpu": cpu, "host": platform.node(),
+                            "case": case.name})
+                res.write_record(results, rec)
+                if any(e["status"] != "ok" for e in rec["files"].values()):
+                    worst = max(worst, 3)
+        index = {"case": case.name, "package": f"{series.SOURCE_PACKAGE} {version}",
+                 "files": files, "focus": dict(case.focus), "points": []}
+        for p in case.points:
+            if p.name in commits:
+                index["points"].append({
+                    "name": p.name, "commit": commits[p.name],
+                    "description": p.description, "parent": p.parent,
+                    "control": p.control})
+        atomic_write_json(results / f"series-{case.name}.json", index)
+        records = res.load_records(results)
+        rows = res.write_summary(results, index, records)
+        bad_controls = check_controls(index, records)
+        if bad_controls:
+            worst = max(worst, 3)
+    print_table(rows)
+    prog.say(f"done in {time.monotonic() - t_start:.0f}s; records in {results}")
+    return worst
+
+
+def measure_point(case, tree, name, commit, cc, ccver, chash, files, cache, prog):
+    bdir = kbuild.build_dir(tree, commit, cc)
+    keys = {f: cache.key(commit, cc, ccver, chash, f, "expand", ANALYZER_VERSION)
+            for f in files}
+    entries = {f: cache.get(k) for f, k in keys.items()}
+    todo = [f for f, e in entries.items() if e is None]
+    build_info = None
+    if todo:
+        series.checkout(tree, commit)
+        kbuild.configure(tree, bdir, cc, case.config)
+        objs = [kbuild.obj_of(f) for f in todo]
+        b = kbuild.build(tree, bdir, cc, objs)
+        build_info = {"ok": b.ok, "seconds": round(b.seconds, 1),
+                      "targets": objs, "failed": b.failed}
+        for f in todo:
+            if kbuild.obj_of(f) in b.failed:
+                entries[f] = {"status": "build-failed", "log_tail": b.log_tail}
+                continue
+            prog.say(f"  preprocessing {f} ({name}, {cc})")
+            try:
+                entries[f] = measure_file(tree, bdir, f)
+            except KexpandError as e:
+                entries[f] = {"status": "error", "error": str(e)}
+                continue
+            cache.put(keys[f], entries[f])
+    return {
+        "schema": res.SCHEMA, "kind": "kexpand.expansion",
+        "point": name, "commit": commit, "compiler": cc,
+        "compiler_version": ccver, "config_hash": chash, "arch": kbuild.ARCH,
+        "build_dir": bdir.name,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"),
+        "build": build_info, "files": entries,
+    }
+
+
+def check_controls(index, records):
+    """A control point must expand byte-for-byte like its parent."""
+    by = {(r["commit"], r["compiler"]): r for r in records}
+    commit = {p["name"]: p["commit"] for p in index["points"]}
+    bad = []
+    for p in index["points"]:
+        if not p["control"]:
+            continue
+        for (c, cc), rec in by.items():
+            if c != p["commit"]:
+                continue
+            par = by.get((commit.get(p["parent"]), cc))
+            if not par:
+                continue
+            for f, e in rec["files"].items():
+                pe = par["files"].get(f, {})
+                if e.get("expanded_bytes") != pe.get("expanded_bytes"):
+                    bad.append(f"{p['name']} vs {p['parent']} ({cc}) {f}: "
+                               f"{e.get('expanded_bytes')} != "
+                               f"{pe.get('expanded_bytes')}")
+            if not any(b.startswith(p["name"]) for b in bad):
+                log(f"control {p['name']}: expansion equals {p['parent']} "
+                    f"({cc}, {len(rec['files'])} files)")
+    for b in bad:
+        log(f"CONTROL MISMATCH: {b}")
+    return bad
+
+
+def print_table(rows):
+    if not rows:
+        return
+    print(f"{'point':22} {'cc':5} {'file':28} {'bytes':>12} {'longest line':>13}")
+    for r in rows:
+        b = r["expanded_bytes"]
+        print(f"{r['point']:22} {r['compiler']:5} {r['file']:28} "
+              f"{b if b != '' else r['status']:>12} {r['longest_line_bytes']:>13}")
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="kexpand")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare", help="unpack the tree and apply the series")
+    p.add_argument("--case", default="minmax")
+    p = sub.add_parser("bench", help="measure every point")
+    p.add_argument("--case", default="minmax")
+    p.add_argument("--points", default=os.environ.get("POINTS"))
+    p.add_argument("--files", default=os.environ.get("FILES"))
+    p.add_argument("--cc", default=os.environ.get("CC_LIST"))
+    args = ap.parse_args()
+    return {"prepare": cmd_prepare, "bench": cmd_bench}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main_wrapper(main)

@@ -1,0 +1,79 @@
+"""The results/ directory: one JSON record per (commit, compiler), the series
+index, and the flat summary.csv. Field-by-field documentation: README.md,
+"Results"."""
+import csv
+import io
+from pathlib import Path
+
+from kxutil import atomic_write, atomic_write_json, read_json, log
+
+SCHEMA = 1
+SUMMARY_COLUMNS = ["point", "commit", "compiler", "file", "status",
+                   "expanded_bytes", "lines", "longest_line_bytes",
+                   "code_bytes", "hot_line", "hot_line_bytes"]
+
+
+def record_path(results, commit, compiler):
+    return Path(results) / commit[:12] / f"{compiler}.json"
+
+
+def write_record(results, rec):
+    atomic_write_json(record_path(results, rec["commit"], rec["compiler"]), rec)
+
+
+def load_records(results):
+    """All well-formed records under results/; others are skipped with a
+    warning naming the file."""
+    out = []
+    for p in sorted(Path(results).glob("*/*.json")):
+        rec = read_json(p)
+        if rec is None:
+            continue
+        if not isinstance(rec, dict) or rec.get("kind") != "kexpand.expansion" \
+                or not isinstance(rec.get("files"), dict):
+            log(f"warning: skipping {p}: not a kexpand expansion record")
+            continue
+        out.append(rec)
+    return out
+
+
+def load_series(results, case="minmax"):
+    p = Path(results) / f"series-{case}.json"
+    return read_json(p) if p.exists() else None
+
+
+def summary_rows(series, records):
+    """Rows in series order, then compiler, then focus-file order."""
+    by = {(r["commit"], r["compiler"]): r for r in records}
+    rows = []
+    for pt in series["points"]:
+        for cc in sorted({r["compiler"] for r in records}):
+            rec = by.get((pt["commit"], cc))
+            if not rec:
+                continue
+            for f in series.get("files") or list(rec["files"]):
+                e = rec["files"].get(f)
+                if e is None:
+                    continue
+                hot = (e.get("hot_lines") or [{}])[0]
+                rows.append({
+                    "point": pt["name"], "commit": pt["commit"][:12],
+                    "compiler": cc, "file": f, "status": e.get("status"),
+                    "expanded_bytes": e.get("expanded_bytes", ""),
+                    "lines": e.get("lines", ""),
+                    "longest_line_bytes": e.get("longest_line_bytes", ""),
+                    "code_bytes": e.get("code_bytes", ""),
+                    "hot_line": hot.get("at", ""),
+                    "hot_line_bytes": hot.get("bytes", ""),
+                })
+    return rows
+
+
+def write_summary(results, series, records):
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    rows = summary_rows(series, records)
+    w.writerows(rows)
+    atomic_write(Path(results) / "summary.csv", buf.getvalue())
+    return rows

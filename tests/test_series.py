@@ -1,0 +1,221 @@
+"""Series points on a fake kernel tarball: manifests, patch headers, tags,
+deterministic commits, and a patch that does not apply."""
+import subprocess
+import tarfile
+import io
+from pathlib import Path
+
+import pytest
+
+import kbuild
+import series
+from kxutil import KexpandError
+
+REPO = Path(__file__).resolve().parent.parent
+
+MINMAX_V0 = "#define min(x, y) ((x) < (y) ? (x) : (y))\n" + "".join(
+    f"/* line {i} */\n" for i in range(2, 30))
+
+
+def make_tarball(path, files):
+    with tarfile.open(path, "w:xz") as t:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"linux-source-6.1/{name}")
+            info.size = len(data)
+            info.mtime = 1700000000
+            t.addfile(info, io.BytesIO(data))
+
+
+def mail_patch(subject, old, new, date="Mon, 18 Sep 2023 08:16:30 +0000"):
+    return (f"From: A Developer <a@example.org>\nDate: {date}\n"
+            f"Subject: [PATCH v4 1/5] {subject}\n\nWhy it is needed.\n\n"
+            "Signed-off-by: A Developer <a@example.org>\n---\n"
+            " include/linux/minmax.h | 2 +-\n\n"
+            "diff --git a/include/linux/minmax.h b/include/linux/minmax.h\n"
+            "--- a/include/linux/minmax.h\n+++ b/include/linux/minmax.h\n"
+            "@@ -1,3 +1,3 @@\n"
+            f"-{old}\n+{new}\n /* line 2 */\n /* line 3 */\n-- \n2.17.1\n")
+
+
+COMMIT_PATCH = """commit e8432ac802a028eaee6b1e86383d7cd8e9fb8431
+Repository: torvalds/linux
+Author: Linus Torvalds
+Date: 2024-07-26
+
+minmax: a fix in the commit-dump format
+
+Body text.
+
+---
+ include/linux/minmax.h | 1 +
+
+diff --git a/include/linux/minmax.h b/include/linux/minmax.h
+--- a/include/linux/minmax.h
++++ b/include/linux/minmax.h
+@@ -27,3 +27,4 @@
+ /* line 27 */
+ /* line 28 */
+ /* line 29 */
++#define MIN_T(t, a, b) min((t)(a), (t)(b))
+"""
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    tarball = tmp_path / "linux-source-6.1.tar.xz"
+    make_tarball(tarball, {
+        "Makefile": "VERSION = 6\n", ".gitignore": "/*\n!/debian/\n",
+        "include/linux/minmax.h": MINMAX_V0,
+    })
+    monkeypatch.setattr(series, "TARBALL", tarball)
+    monkeypatch.setattr(series, "package_version", lambda: "6.1.999-1")
+    case = tmp_path / "cases" / "fake"
+    (case / "patches").mkdir(parents=True)
+    (case / "patches" / "0001.patch").write_text(mail_patch(
+        "minmax: first", "#define min(x, y) ((x) < (y) ? (x) : (y))",
+        "#define min(x, y) __careful_cmp(x, y, <)"))
+    (case / "patches" / "0002.patch").write_text(COMMIT_PATCH)
+    (case / "patches" / "0003-bad.patch").write_text(mail_patch(
+        "minmax: stale context", "#define min(x, y) NOT THERE", "x"))
+    (case / "config.fragment").write_text("CONFIG_64BIT=y\n")
+    (case / "focus-files").write_text("arch/x86/xen/setup.c   # why\n")
+    (case / "series.toml").write_text('''
+[[point]]
+name = "one"
+patches = ["0001.patch"]
+[[point]]
+name = "two"
+patches = ["0002.patch"]
+[[point]]
+name = "broken"
+parent = "one"
+control = true
+patches = ["0003-bad.patch"]
+[[point]]
+name = "packaged"
+base = true
+''')
+    return tmp_path
+
+
+def test_parse_mail_patch():
+    m = series.parse_patch(mail_patch("minmax: first", "a", "b"))
+    assert m.author == "A Developer <a@example.org>"
+    assert m.subject == "minmax: first"
+    assert m.date == "2023-09-18T08:16:30+00:00"
+    assert m.body.startswith("Why it is needed.")
+    assert "diff --git" not in m.body and m.body.endswith("<a@example.org>")
+
+
+def test_parse_commit_dump():
+    m = series.parse_patch(COMMIT_PATCH)
+    assert m.author == "Linus Torvalds <>"
+    assert m.subject == "minmax: a fix in the commit-dump format"
+    assert m.date.startswith("2024-07-26")
+    assert "Upstream-commit: e8432ac802a0" in m.body
+
+
+def test_parse_every_case_patch():
+    case = series.load_case("minmax")
+    for p in case.points:
+        for f in p.patches:
+            m = series.parse_patch((case.dir / "patches" / f).read_text())
+            assert m.subject and m.author and not m.subject.startswith("[")
+
+
+def test_minmax_manifest():
+    case = series.load_case("minmax")
+    assert case.names()[:2] == ["pre-6.7", "laight-v4"]
+    assert case.names()[-1] == "packaged"
+    tf = case.point("torvalds-fixes")
+    assert tf.parent == "laight-v4"
+    assert case.point("laight-v4-clamp-move").control
+    assert ("arch/x86/xen/setup.c" in dict(case.focus)
+            and "mm/compaction.c" in dict(case.focus)
+            and len(case.focus) >= 8)
+    with pytest.raises(KexpandError, match="unknown point 'v6.6'.*pre-6.7"):
+        case.point("v6.6")
+
+
+def test_unknown_case_lists_known():
+    with pytest.raises(KexpandError, match="unknown case 'nope'.*minmax"):
+        series.load_case("nope")
+
+
+def test_prepare_tags_commits_and_reports_bad_patch(fake):
+    case = series.load_case("fake", cases=fake / "cases")
+    work = fake / "work"
+    commits, failures, version = series.prepare(case, work)
+    tree = work / "tree"
+    assert version == "6.1.999-1"
+    assert set(commits) == {"packaged", "one", "two"}
+    # the broken patch is named with its hunk, and nothing else suffers
+    assert "0003-bad.patch does not apply at include/linux/minmax.h hunk #1" \
+        in failures["broken"]
+    assert series.tree_is_clean(tree)
+    # Debian's '/*' .gitignore did not stop the base commit
+    files = subprocess.run(["git", "-C", tree, "ls-files"], capture_output=True,
+                           text=True, check=True).stdout.split()
+    assert {"Makefile", ".gitignore", "include/linux/minmax.h"} <= set(files)
+    show = lambda ref: subprocess.run(  # noqa: E731
+        ["git", "-C", tree, "show", f"{ref}:include/linux/minmax.h"],
+        capture_output=True, text=True, check=True).stdout
+    assert "__careful_cmp" in show("one") and "MIN_T" not in show("one")
+    assert "MIN_T" in show("two") and show("packaged") == MINMAX_V0
+    log = subprocess.run(["git", "-C", tree, "log", "--format=%an|%s", "two"],
+                         capture_output=True, text=True, check=True).stdout
+    assert log.splitlines() == ["Linus Torvalds|minmax: a fix in the commit-dump format",
+                                "A Developer|minmax: first",
+                                "kexpand|linux-source-6.1 6.1.999-1 as packaged"]
+    # same inputs, same commit ids: prepare again from scratch
+    commits2, _, _ = series.prepare(case, fake / "work2")
+    assert commits2 == commits
+    # and a second call on the same work dir is a no-op returning the same
+    assert series.prepare(case, work)[0] == commits
+
+
+def test_checkout_refuses_dirty_tree(fake):
+    case = series.load_case("fake", cases=fake / "cases")
+    commits, _, _ = series.prepare(case, fake / "work")
+    tree = fake / "work" / "tree"
+    (tree / "include/linux/minmax.h").write_text("local edit\n")
+    with pytest.raises(KexpandError, match="uncommitted changes"):
+        series.checkout(tree, commits["one"])
+
+
+def test_missing_tarball_names_package(tmp_path, monkeypatch):
+    monkeypatch.setattr(series, "TARBALL", tmp_path / "none.tar.xz")
+    monkeypatch.setattr(series.os, "geteuid", lambda: 1000)
+    with pytest.raises(KexpandError, match="apt-get install linux-source-6.1"):
+        series.ensure_tarball()
+
+
+# --- Kbuild commands ----------------------------------------------------------
+
+def test_compile_command_from_cmd_file(tmp_path):
+    b = tmp_path / "kb"
+    (b / "arch/x86/xen").mkdir(parents=True)
+    (b / "arch/x86/xen/.setup.o.cmd").write_text(
+        (Path(__file__).parent / "data/kbuild/setup.o.cmd").read_text())
+    argv = kbuild.compile_command(b, "arch/x86/xen/setup.c")
+    assert argv[0] == "gcc" and argv[-1] == "../arch/x86/xen/setup.c"
+    assert "objtool" not in " ".join(argv)       # the ';' post-step is dropped
+    assert "-DKBUILD_MODFILE=\"arch/x86/xen/setup\"" in argv
+    pre = kbuild.preprocess_command(argv)
+    assert pre[-4:] == ["-E", "-o", "-", "../arch/x86/xen/setup.c"]
+    assert "-c" not in pre and not any(a.startswith("-Wp,-MMD") for a in pre)
+    assert pre.count("-o") == 1
+    with pytest.raises(KexpandError, match="was not compiled"):
+        kbuild.compile_command(b, "mm/compaction.c")
+
+
+def test_fragment_options():
+    opts = kbuild.fragment_options(REPO / "cases/minmax/config.fragment")
+    assert opts["CONFIG_XEN_PV"] == "y" and opts["CONFIG_COMPACTION"] == "y"
+    assert opts["CONFIG_HUGETLB_PAGE"] == "y"
+
+
+def test_unknown_compiler():
+    with pytest.raises(KexpandError, match="unknown compiler 'icc'"):
+        kbuild.make_args("icc")
