@@ -3,7 +3,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt          # noqa: E402
-from matplotlib.ticker import FuncFormatter   # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter   # noqa: E402
 
 
 def human_bytes(v, _pos=None):
@@ -30,6 +30,8 @@ def series_plot(points, lines, out_base, title, ylabel, log=True,
     ax.set_xticklabels(points, rotation=15, ha="right")
     if log:
         ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_minor_formatter(NullFormatter())
     if formatter:
         ax.yaxis.set_major_formatter(FuncFormatter(formatter))
     ax.set_xlabel("series point (in order)")
