@@ -224,9 +224,16 @@ def measure_point(case, tree, name, commit, cc, ccver, chash, files, cache, prog
     build_info = None
     if todo:
         series.checkout(tree, commit)
-        kbuild.configure(tree, bdir, cc, case.config)
         objs = [kbuild.obj_of(f) for f in todo]
-        b = kbuild.build(tree, bdir, cc, objs)
+        try:
+            kbuild.configure(tree, bdir, cc, case.config)
+        except KexpandError as e:
+            if e.klass != "build":
+                raise
+            log(f"point {name}: {e}")
+            b = kbuild.BuildResult(False, 0.0, str(e), objs)
+        else:
+            b = kbuild.build(tree, bdir, cc, objs)
         build_info = {"ok": b.ok, "seconds": round(b.seconds, 1),
                       "targets": objs, "failed": b.failed}
         for f in todo:
