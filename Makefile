@@ -7,7 +7,7 @@ CASE    ?= minmax
 # Debian packages each target needs; installed when missing (as root), or
 # named in the error otherwise.
 PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev \
-              xz-utils git python3 python3-matplotlib
+              xz-utils git python3 python3-matplotlib clang lld llvm hyperfine time
 PKGS_test  := $(PKGS_bench) python3-pytest
 
 .PHONY: all bench prepare plots test unit-test clean deps-bench deps-test

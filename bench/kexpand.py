@@ -20,9 +20,10 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "kernel-build")]
 
 import kbuild                                     # noqa: E402
+import timing                                     # noqa: E402
 import results as res                             # noqa: E402
 import series                                     # noqa: E402
-from kxutil import (KexpandError, Progress, REPO, atomic_write_json,  # noqa: E402
+from kxutil import (KexpandError, Progress, REPO, SPLIT, atomic_write_json,  # noqa: E402
                     log, main_wrapper, read_json, results_dir, work_dir,
                     work_lock)
 
@@ -163,8 +164,8 @@ def cmd_bench(args):
     names = select(split_list(args.points), case.names(), "point")
     focus = [f for f, _ in case.focus]
     files = split_list(args.files) or focus
-    compilers = select(split_list(args.cc) or ["gcc"], list(kbuild.COMPILERS),
-                       "compiler")
+    compilers = select(split_list(args.cc) or list(kbuild.COMPILERS),
+                       list(kbuild.COMPILERS), "compiler")
     work, results = work_dir(), results_dir()
     t_start = time.monotonic()
     with work_lock(work):
@@ -189,15 +190,16 @@ def cmd_bench(args):
                     worst = max(worst, 2)
                     continue
                 rec = measure_point(case, tree, name, commit, cc, ccver, chash,
-                                    files, cache, prog)
+                                    files, cache, prog, timed=not args.no_time)
                 rec.update({"package": f"{series.SOURCE_PACKAGE} {version}",
                             "cpu": cpu, "host": platform.node(),
                             "case": case.name})
-                res.write_record(results, rec)
                 if any(e["status"] != "ok" for e in rec["files"].values()):
                     worst = max(worst, 3)
+                res.write_record(results, res.merge_record(results, rec))
         index = {"case": case.name, "package": f"{series.SOURCE_PACKAGE} {version}",
-                 "files": files, "focus": dict(case.focus), "points": []}
+                 "files": focus + [f for f in files if f not in focus],
+                 "focus": dict(case.focus), "points": []}
         for p in case.points:
             if p.name in commits:
                 index["points"].append({
@@ -210,43 +212,94 @@ def cmd_bench(args):
         bad_controls = check_controls(index, records)
         if bad_controls:
             worst = max(worst, 3)
+        total, parts = SPLIT.report()
+        atomic_write_json(results / "last-bench.json", {
+            "command": shlex.join(sys.argv), "total_s": round(total, 1),
+            "split_s": {k: round(v, 1) for k, v in parts.items()},
+            "compilers": compilers, "points": names, "files": files,
+            "exit_code": worst})
     print_table(rows)
-    prog.say(f"done in {time.monotonic() - t_start:.0f}s; records in {results}")
+    prog.say(f"done in {total:.0f}s; records in {results}")
+    print("wall time: " + ", ".join(
+        f"{k} {v:.0f}s ({v / total:.0%})" for k, v in parts.items()),
+        file=sys.stderr)
     return worst
 
 
-def measure_point(case, tree, name, commit, cc, ccver, chash, files, cache, prog):
+KINDS = ("expand", "time-E", "time-c")
+
+
+def measure_point(case, tree, name, commit, cc, ccver, chash, files, cache,
+                  prog, timed=True):
+    """Expansion and (if `timed`) times of each file at one (commit,
+    compiler); builds only when something is not in the cache."""
     bdir = kbuild.build_dir(tree, commit, cc)
-    keys = {f: cache.key(commit, cc, ccver, chash, f, "expand", ANALYZER_VERSION)
-            for f in files}
-    entries = {f: cache.get(k) for f, k in keys.items()}
-    todo = [f for f, e in entries.items() if e is None]
+    runs_opt = os.environ.get("RUNS") or None
+    kinds = KINDS if timed else KINDS[:1]
+
+    def key(f, kind):
+        extra = ANALYZER_VERSION if kind == "expand" else f"runs={runs_opt or 'auto'}"
+        return cache.key(commit, cc, ccver, chash, f, kind, extra)
+
+    got = {(f, k): cache.get(key(f, k)) for f in files for k in kinds}
+    todo = [f for f in files if any(got[(f, k)] is None for k in kinds)]
     build_info = None
+    failed = {}
     if todo:
         series.checkout(tree, commit)
         objs = [kbuild.obj_of(f) for f in todo]
-        try:
-            kbuild.configure(tree, bdir, cc, case.config)
-        except KexpandError as e:
-            if e.klass != "build":
-                raise
-            log(f"point {name}: {e}")
-            b = kbuild.BuildResult(False, 0.0, str(e), objs)
-        else:
-            b = kbuild.build(tree, bdir, cc, objs)
+        with SPLIT.timed("builds"):
+            try:
+                kbuild.configure(tree, bdir, cc, case.config)
+            except KexpandError as e:
+                if e.klass != "build":
+                    raise
+                log(f"point {name}: {e}")
+                b = kbuild.BuildResult(False, 0.0, str(e), objs)
+            else:
+                b = kbuild.build(tree, bdir, cc, objs)
         build_info = {"ok": b.ok, "seconds": round(b.seconds, 1),
                       "targets": objs, "failed": b.failed}
+        scratch = timing.scratch_object_dir(tree.parent)
         for f in todo:
             if kbuild.obj_of(f) in b.failed:
-                entries[f] = {"status": "build-failed", "log_tail": b.log_tail}
+                failed[f] = {"status": "build-failed", "log_tail": b.log_tail}
                 continue
-            prog.say(f"  preprocessing {f} ({name}, {cc})")
             try:
-                entries[f] = measure_file(tree, bdir, f)
+                if got[(f, "expand")] is None:
+                    prog.say(f"  preprocessing {f} ({name}, {cc})")
+                    with SPLIT.timed("expansion"):
+                        got[(f, "expand")] = measure_file(tree, bdir, f)
+                    cache.put(key(f, "expand"), got[(f, "expand")])
+                est = got[(f, "expand")]["analyze_seconds"]
+                runs = timing.choose_runs(est, runs_opt)
+                argv = kbuild.compile_command(bdir, f)
+                for kind, cmd in (
+                        ("time-E", kbuild.preprocess_command(argv, "/dev/null")),
+                        ("time-c", kbuild.object_command(
+                            argv, str(scratch / f"{cc}-{Path(f).stem}.o")))):
+                    if kind not in kinds or got[(f, kind)] is not None:
+                        continue
+                    prog.say(f"  timing {kind[-1]} {f} ({name}, {cc}, "
+                             f"1 warmup + {runs} runs)")
+                    with SPLIT.timed("timed runs"):
+                        t = timing.hyperfine(cmd, bdir, runs)
+                    t["command"] = (f"cd {shlex.quote(bdir.name)} && "
+                                    f"{shlex.join(cmd)}")
+                    got[(f, kind)] = t
+                    cache.put(key(f, kind), t)
             except KexpandError as e:
-                entries[f] = {"status": "error", "error": str(e)}
-                continue
-            cache.put(keys[f], entries[f])
+                failed[f] = {"status": "error", "error": str(e)}
+    entries = {}
+    for f in files:
+        if f in failed:
+            entries[f] = failed[f]
+            continue
+        e = dict(got[(f, "expand")])
+        if timed:
+            e["time_E"] = got[(f, "time-E")]
+            e["time_c"] = got[(f, "time-c")]
+        entries[f] = e
     return {
         "schema": res.SCHEMA, "kind": "kexpand.expansion",
         "point": name, "commit": commit, "compiler": cc,
@@ -289,11 +342,15 @@ def check_controls(index, records):
 def print_table(rows):
     if not rows:
         return
-    print(f"{'point':22} {'cc':5} {'file':28} {'bytes':>12} {'longest line':>13}")
+    print(f"{'point':22} {'cc':5} {'file':22} {'bytes':>10} {'longest':>10} "
+          f"{'-E median':>10} {'-c median':>10} {'RSS kB':>8}")
     for r in rows:
         b = r["expanded_bytes"]
-        print(f"{r['point']:22} {r['compiler']:5} {r['file']:28} "
-              f"{b if b != '' else r['status']:>12} {r['longest_line_bytes']:>13}")
+        t = lambda k: f"{r[k]:.3f}s" if r[k] != "" else "-"  # noqa: E731
+        print(f"{r['point']:22} {r['compiler']:5} {r['file'][-22:]:22} "
+              f"{b if b != '' else r['status']:>10} {r['longest_line_bytes']:>10} "
+              f"{t('e_time_median_s'):>10} {t('c_time_median_s'):>10} "
+              f"{r['peak_rss_kb']:>8}")
 
 
 def main():
@@ -306,6 +363,9 @@ def main():
     p.add_argument("--points", default=os.environ.get("POINTS"))
     p.add_argument("--files", default=os.environ.get("FILES"))
     p.add_argument("--cc", default=os.environ.get("CC_LIST"))
+    p.add_argument("--no-time", action="store_true",
+                   default=os.environ.get("NO_TIME") == "1",
+                   help="expansion only: no hyperfine timings")
     args = ap.parse_args()
     return {"prepare": cmd_prepare, "bench": cmd_bench}[args.cmd](args)
 

@@ -70,6 +70,32 @@ class Progress:
         print(f"kexpand {el:7.1f}s {text}", file=self.stream, flush=True)
 
 
+class Split:
+    """Where a run's wall time goes: builds, expansion, timed runs, boots;
+    the rest is 'everything else'."""
+
+    def __init__(self):
+        self.t0 = time.monotonic()
+        self.parts = {}
+
+    @contextlib.contextmanager
+    def timed(self, what):
+        t = time.monotonic()
+        try:
+            yield
+        finally:
+            self.parts[what] = self.parts.get(what, 0.0) + time.monotonic() - t
+
+    def report(self):
+        total = time.monotonic() - self.t0
+        parts = dict(self.parts)
+        parts["everything else"] = max(0.0, total - sum(self.parts.values()))
+        return total, parts
+
+
+SPLIT = Split()
+
+
 def log(text):
     print(f"kexpand: {text}", file=sys.stderr, flush=True)
 

@@ -10,7 +10,9 @@ from kxutil import atomic_write, atomic_write_json, read_json, log
 SCHEMA = 1
 SUMMARY_COLUMNS = ["point", "commit", "compiler", "file", "status",
                    "expanded_bytes", "lines", "longest_line_bytes",
-                   "code_bytes", "hot_line", "hot_line_bytes"]
+                   "code_bytes", "hot_line", "hot_line_bytes",
+                   "e_time_median_s", "e_time_stddev_s", "c_time_median_s",
+                   "c_time_stddev_s", "peak_rss_kb", "e_runs", "c_runs"]
 
 
 def record_path(results, commit, compiler):
@@ -19,6 +21,19 @@ def record_path(results, commit, compiler):
 
 def write_record(results, rec):
     atomic_write_json(record_path(results, rec["commit"], rec["compiler"]), rec)
+
+
+def merge_record(results, rec):
+    """A run that measured some files keeps the other files of an earlier
+    record of the same (commit, compiler, compiler version, config)."""
+    p = record_path(results, rec["commit"], rec["compiler"])
+    old = read_json(p) if p.exists() else None
+    if isinstance(old, dict) and isinstance(old.get("files"), dict) and all(
+            old.get(k) == rec[k] for k in ("compiler_version", "config_hash")):
+        files = dict(old["files"])
+        files.update(rec["files"])
+        rec = dict(rec, files=files)
+    return rec
 
 
 def load_records(results):
@@ -56,6 +71,7 @@ def summary_rows(series, records):
                 if e is None:
                     continue
                 hot = (e.get("hot_lines") or [{}])[0]
+                te, tc = e.get("time_E") or {}, e.get("time_c") or {}
                 rows.append({
                     "point": pt["name"], "commit": pt["commit"][:12],
                     "compiler": cc, "file": f, "status": e.get("status"),
@@ -65,6 +81,12 @@ def summary_rows(series, records):
                     "code_bytes": e.get("code_bytes", ""),
                     "hot_line": hot.get("at", ""),
                     "hot_line_bytes": hot.get("bytes", ""),
+                    "e_time_median_s": te.get("median_s", ""),
+                    "e_time_stddev_s": te.get("stddev_s", ""),
+                    "c_time_median_s": tc.get("median_s", ""),
+                    "c_time_stddev_s": tc.get("stddev_s", ""),
+                    "peak_rss_kb": tc.get("peak_rss_kb", ""),
+                    "e_runs": te.get("runs", ""), "c_runs": tc.get("runs", ""),
                 })
     return rows
 

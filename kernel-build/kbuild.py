@@ -140,9 +140,9 @@ def compile_command(bdir, src):
     return argv
 
 
-def preprocess_command(argv):
-    """Turn a compile command into preprocess-only to stdout: drop the
-    dependency-file option and the -c/-o pair, add -E -o -."""
+def _strip_output(argv):
+    """argv without the dependency-file option, -c/-E/-S and -o X;
+    returns (flags, source)."""
     out, skip = [], False
     for tok in argv:
         if skip:
@@ -156,21 +156,16 @@ def preprocess_command(argv):
             skip = True
             continue
         out.append(tok)
-    src = out.pop()
-    return out + ["-E", "-o", "-", src]
+    return out[:-1], out[-1]
 
 
-def objdir_compile_command(argv, obj):
-    """The compile command writing to a scratch object, for timing."""
-    out, skip = [], False
-    for tok in argv:
-        if skip:
-            skip = False
-            out.append(obj)
-            continue
-        if tok.startswith("-Wp,-MMD") or tok.startswith("-Wp,-MD"):
-            continue
-        if tok == "-o":
-            skip = True
-        out.append(tok)
-    return out
+def preprocess_command(argv, output="-"):
+    """The compile command as preprocess-only, to stdout by default."""
+    flags, src = _strip_output(argv)
+    return flags + ["-E", "-o", output, src]
+
+
+def object_command(argv, obj):
+    """The compile command writing a scratch object (for timing -c)."""
+    flags, src = _strip_output(argv)
+    return flags + ["-c", "-o", obj, src]

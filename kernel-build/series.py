@@ -21,6 +21,8 @@ COMMITTER = ("kexpand", "kexpand@localhost")
 # The packaged tree's own commit gets a fixed date: commit ids then depend
 # only on the tarball's contents and the patches.
 BASE_DATE = "2000-01-01T00:00:00+00:00"
+# Bump when the way commits are made changes (their ids then change).
+PREPARE_VERSION = 2
 
 
 @dataclass
@@ -53,7 +55,7 @@ class Case:
 
     def digest(self):
         """Hash of everything that decides the commits: manifest + patches."""
-        h = hashlib.sha256()
+        h = hashlib.sha256(f"prepare-v{PREPARE_VERSION}\n".encode())
         h.update((self.dir / "series.toml").read_bytes())
         for p in self.points:
             for f in p.patches:

@@ -56,7 +56,7 @@ def test_every_patch_applies(env):
 def test_setup_c_expansion(env):
     base, e = env
     kx(e, "bench", "--points", "pre-6.7,laight-v4,laight-v4-clamp-move",
-       "--files", "arch/x86/xen/setup.c")
+       "--files", "arch/x86/xen/setup.c", "--cc", "gcc", "--no-time")
     rows = list(csv.DictReader(open(base / "results/summary.csv")))
     by = {r["point"]: r for r in rows}
     assert set(by) == {"pre-6.7", "laight-v4", "laight-v4-clamp-move"}
@@ -80,9 +80,30 @@ def test_second_run_uses_cache(env):
     base, e = env
     before = (base / "results/summary.csv").read_text()
     p = kx(e, "bench", "--points", "pre-6.7,laight-v4,laight-v4-clamp-move",
-           "--files", "arch/x86/xen/setup.c")
+           "--files", "arch/x86/xen/setup.c", "--cc", "gcc", "--no-time")
     assert "building" not in p.stderr and "preprocessing" not in p.stderr
     assert (base / "results/summary.csv").read_text() == before
+
+
+def test_timing_gcc_and_clang(env):
+    """hyperfine -E and -c times and peak RSS, with both compilers, on a
+    small file (the heavy ones would take minutes)."""
+    base, e = env
+    kx(dict(e, RUNS="2"), "bench", "--points", "packaged",
+       "--files", "mm/percpu.c")
+    rows = [r for r in csv.DictReader(open(base / "results/summary.csv"))
+            if r["point"] == "packaged"]
+    assert {r["compiler"] for r in rows} == {"gcc", "clang"}
+    for r in rows:
+        assert r["file"] == "mm/percpu.c" and int(r["expanded_bytes"]) > 1_000_000
+        assert float(r["e_time_median_s"]) > 0 and float(r["c_time_median_s"]) > 0
+        assert r["e_runs"] == r["c_runs"] == "2"
+        assert int(r["peak_rss_kb"]) > 10_000
+    rec = json.load(open(next(p for p in (base / "results").glob("*/clang.json"))))
+    t = rec["files"]["mm/percpu.c"]["time_c"]
+    assert len(t["hyperfine"]["times"]) == 2 and t["warmup"] == 1
+    assert t["command"].startswith("cd kb-") and " -c -o " in t["command"]
+    assert rec["compiler_version"].startswith(("Debian clang", "clang"))
 
 
 def test_unknown_point_is_user_error(env):
