@@ -8,9 +8,14 @@ CASE    ?= minmax
 # named in the error otherwise.
 PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev \
               xz-utils git python3 python3-matplotlib clang lld llvm hyperfine time
-PKGS_test  := $(PKGS_bench) python3-pytest
+PKGS_test  := $(PKGS_bench) python3-pytest chromium
 
-.PHONY: all bench prepare plots test unit-test clean deps-bench deps-test
+.PHONY: all bench prepare plots compare bisect test unit-test clean deps-bench deps-test
+
+# CC=gcc|clang|both on the command line picks the compilers (make's own CC
+# default is ignored); FILES="a.c b.c" limits the files.
+CC_ARG  = $(if $(filter command line,$(origin CC)),--cc "$(CC)")
+OPT_ARGS = $(CC_ARG) $(if $(FILES),--files "$(FILES)") $(if $(KERNEL),--kernel "$(KERNEL)")
 
 all: bench/kx-analyze
 
@@ -28,7 +33,7 @@ deps-%:
 # The whole story on the packaged tree: prepare the series points, measure
 # every point and focus file, write results/ and the plots.
 bench: deps-bench bench/kx-analyze
-	$(PY) bench/kexpand.py bench --case $(CASE)
+	$(PY) bench/kexpand.py bench --case $(CASE) $(CC_ARG) $(if $(FILES),--files "$(FILES)")
 	$(PY) compare.py --case $(CASE)
 
 prepare: deps-bench
@@ -36,6 +41,15 @@ prepare: deps-bench
 
 plots:
 	$(PY) compare.py --case $(CASE)
+
+# Compare two commits: series tags, or any commit-ish of KERNEL=<git tree>.
+compare: deps-bench bench/kx-analyze
+	$(PY) bench/kexpand.py compare --case $(CASE) --a "$(A)" --b "$(B)" $(OPT_ARGS)
+
+# First commit between GOOD and BAD that pushes FILE's expansion past THRESHOLD.
+bisect: deps-bench bench/kx-analyze
+	$(PY) bench/kexpand.py bisect --case $(CASE) --file "$(FILE)" --good "$(GOOD)" \
+	  --bad "$(BAD)" $(if $(THRESHOLD),--threshold "$(THRESHOLD)") $(if $(KERNEL),--kernel "$(KERNEL)")
 
 unit-test: deps-test bench/kx-analyze
 	$(PY) -m pytest -q tests -m "not integration"

@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -21,11 +22,12 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "kernel-build")]
 
 import kbuild                                     # noqa: E402
 import timing                                     # noqa: E402
+import trees                                      # noqa: E402
 import results as res                             # noqa: E402
 import series                                     # noqa: E402
 from kxutil import (KexpandError, Progress, REPO, SPLIT, atomic_write_json,  # noqa: E402
-                    log, main_wrapper, read_json, results_dir, work_dir,
-                    work_lock)
+                    log, main_wrapper, read_json, results_dir, run,
+                    work_dir, work_lock)
 
 ANALYZER = HERE / "kx-analyze"
 ANALYZER_VERSION = "2"
@@ -159,45 +161,70 @@ def cmd_prepare(args):
     return 2 if failures else 0
 
 
+def check_files(tree, files, focus, commit=None):
+    for f in files:
+        ok = (tree / f).is_file() if commit is None else series.git(
+            tree, "cat-file", "-e", f"{commit}:{f}", check=False).returncode == 0
+        if not ok or not f.endswith(".c"):
+            raise KexpandError(f"unknown file {f}: not a .c file of the kernel "
+                               f"tree {tree}; focus files are: {', '.join(focus)}")
+
+
+def measure_commits(case, tree, todo, compilers, files, results, prog,
+                    package, timed=True):
+    """Measure [(name, commit)] x compilers x files through the cache and
+    write one record per (commit, compiler). Returns the worst exit code."""
+    cache = Cache(work_dir())
+    chash = kbuild.config_hash(case.config)
+    cpu = cpu_model()
+    worst = 0
+    for cc in compilers:
+        ccver = kbuild.compiler_version(cc)
+        for name, commit in todo:
+            prog.step(f"{name} / {cc}")
+            rec = measure_point(case, tree, name, commit, cc, ccver, chash,
+                                files, cache, prog, timed=timed)
+            rec.update({"package": package, "cpu": cpu,
+                        "host": platform.node(), "case": case.name})
+            if any(e["status"] != "ok" for e in rec["files"].values()):
+                worst = max(worst, 3)
+            res.write_record(results, res.merge_record(results, rec))
+    return worst
+
+
+def compilers_arg(s):
+    s = split_list(s)
+    if s == ["both"]:
+        s = []
+    return select(s or list(kbuild.COMPILERS), list(kbuild.COMPILERS),
+                  "compiler")
+
+
 def cmd_bench(args):
     case = series.load_case(args.case)
     names = select(split_list(args.points), case.names(), "point")
     focus = [f for f, _ in case.focus]
     files = split_list(args.files) or focus
-    compilers = select(split_list(args.cc) or list(kbuild.COMPILERS),
-                       list(kbuild.COMPILERS), "compiler")
+    compilers = compilers_arg(args.cc)
     work, results = work_dir(), results_dir()
-    t_start = time.monotonic()
     with work_lock(work):
         prog = Progress(len(names) * len(compilers))
         commits, failures, version = series.prepare(case, work, prog)
         tree = work / "tree"
-        for f in files:
-            if not (tree / f).is_file():
-                raise KexpandError(f"unknown file {f}: not in the kernel tree "
-                                   f"{tree}; focus files are: {', '.join(focus)}")
-        cache = Cache(work)
-        chash = kbuild.config_hash(case.config)
-        cpu = cpu_model()
+        check_files(tree, files, focus)
+        package = f"{series.SOURCE_PACKAGE} {version}"
+        todo = []
         worst = 0
-        for cc in compilers:
-            ccver = kbuild.compiler_version(cc)
-            for name in names:
-                prog.step(f"{name} / {cc}")
-                commit = commits.get(name)
-                if commit is None:
-                    log(f"point {name}: not measured: {failures.get(name)}")
-                    worst = max(worst, 2)
-                    continue
-                rec = measure_point(case, tree, name, commit, cc, ccver, chash,
-                                    files, cache, prog, timed=not args.no_time)
-                rec.update({"package": f"{series.SOURCE_PACKAGE} {version}",
-                            "cpu": cpu, "host": platform.node(),
-                            "case": case.name})
-                if any(e["status"] != "ok" for e in rec["files"].values()):
-                    worst = max(worst, 3)
-                res.write_record(results, res.merge_record(results, rec))
-        index = {"case": case.name, "package": f"{series.SOURCE_PACKAGE} {version}",
+        for name in names:
+            if name in commits:
+                todo.append((name, commits[name]))
+            else:
+                log(f"point {name}: not measured: {failures.get(name)}")
+                worst = 2
+        worst = max(worst, measure_commits(case, tree, todo, compilers, files,
+                                           results, prog, package,
+                                           timed=not args.no_time))
+        index = {"case": case.name, "package": package,
                  "files": focus + [f for f in files if f not in focus],
                  "focus": dict(case.focus), "points": []}
         for p in case.points:
@@ -209,8 +236,7 @@ def cmd_bench(args):
         atomic_write_json(results / f"series-{case.name}.json", index)
         records = res.load_records(results)
         rows = res.write_summary(results, index, records)
-        bad_controls = check_controls(index, records)
-        if bad_controls:
+        if check_controls(index, records):
             worst = max(worst, 3)
         total, parts = SPLIT.report()
         atomic_write_json(results / "last-bench.json", {
@@ -224,6 +250,177 @@ def cmd_bench(args):
         f"{k} {v:.0f}s ({v / total:.0%})" for k, v in parts.items()),
         file=sys.stderr)
     return worst
+
+
+def open_tree(case, kernel, prog):
+    """(tree to build in, repo to resolve refs in, package label)."""
+    work = work_dir()
+    if kernel:
+        top = trees.check_user_tree(kernel)
+        kbuild.STRICT_CONFIG = False
+        return trees.user_clone(top, work), top, f"git tree {top}"
+    commits, failures, version = series.prepare(case, work, prog)
+    tree = work / "tree"
+    return tree, tree, f"{series.SOURCE_PACKAGE} {version}"
+
+
+def safe_name(ref):
+    return "".join(c if c.isalnum() or c in "-_.+" else "_" for c in ref)
+
+
+def cmd_compare(args):
+    case = series.load_case(args.case)
+    if not args.a or not args.b:
+        raise KexpandError("give both refs: make compare A=<ref> B=<ref> "
+                           f"(series points: {', '.join(case.names())})")
+    focus = [f for f, _ in case.focus]
+    files = split_list(args.files) or focus
+    compilers = compilers_arg(args.cc)
+    work, results = work_dir(), results_dir()
+    with work_lock(work):
+        prog = Progress(2 * len(compilers))
+        tree, repo, package = open_tree(case, args.kernel, prog)
+        ca, cb = trees.resolve(repo, args.a), trees.resolve(repo, args.b)
+        for c in (ca, cb):
+            check_files(tree, files, focus, commit=c)
+        worst = measure_commits(case, tree, [(args.a, ca), (args.b, cb)],
+                                compilers, files, results, prog, package,
+                                timed=not args.no_time)
+        out = results / "compare" / f"{safe_name(args.a)}..{safe_name(args.b)}"
+        atomic_write_json(out / "pair.json", {
+            "a": {"ref": args.a, "commit": ca, "subject": trees.subject(repo, ca)},
+            "b": {"ref": args.b, "commit": cb, "subject": trees.subject(repo, cb)},
+            "tree": str(repo), "package": package, "files": files,
+            "compilers": compilers, "command": shlex.join(sys.argv)})
+    sys.path.insert(0, str(REPO))
+    import compare
+    compare.write_pair_report(results, out)
+    compare.write_index(results)
+    print((out / "report.md").read_text())
+    prog.say(f"report in {out}")
+    return worst
+
+
+def parse_threshold(s, good_bytes):
+    """THRESHOLD: bytes ('20000000', '20MB', '20M') or a ratio of GOOD's
+    bytes ('2x'); default: the geometric mean of GOOD and BAD."""
+    s = s.strip()
+    try:
+        if s.lower().endswith("x"):
+            return int(float(s[:-1]) * good_bytes)
+        mult = {"k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9}
+        low = s.lower()
+        for suf in sorted(mult, key=len, reverse=True):
+            if low.endswith(suf):
+                return int(float(low[:-len(suf)]) * mult[suf])
+        return int(s)
+    except ValueError:
+        raise KexpandError(f"THRESHOLD={s}: give bytes (20000000, 20MB) or a "
+                           "ratio of GOOD's bytes (2x)")
+
+
+def measure_one(case, tree, name, commit, file, prog):
+    """Expansion bytes of one file at one commit (gcc, cached)."""
+    cache = Cache(work_dir())
+    rec = measure_point(case, tree, name, commit, "gcc",
+                        kbuild.compiler_version("gcc"),
+                        kbuild.config_hash(case.config), [file], cache, prog,
+                        timed=False)
+    return rec["files"][file]
+
+
+def cmd_bisect(args):
+    case = series.load_case(args.case)
+    if not (args.file and args.good and args.bad):
+        raise KexpandError("give FILE=<path> GOOD=<ref> BAD=<ref>")
+    work, results = work_dir(), results_dir()
+    focus = [f for f, _ in case.focus]
+    with work_lock(work):
+        prog = Progress(1)
+        tree, repo, package = open_tree(case, args.kernel, prog)
+        good, bad = trees.resolve(repo, args.good), trees.resolve(repo, args.bad)
+        check_files(tree, [args.file], focus, commit=bad)
+        eg = measure_one(case, tree, args.good, good, args.file, prog)
+        eb = measure_one(case, tree, args.bad, bad, args.file, prog)
+        if eg["status"] != "ok" or eb["status"] != "ok":
+            raise KexpandError(f"{args.file} does not build at GOOD or BAD: "
+                               f"{eg.get('status')}/{eb.get('status')}", "build")
+        gb, bb = eg["expanded_bytes"], eb["expanded_bytes"]
+        thr = parse_threshold(args.threshold, gb) if args.threshold else \
+            int((gb * bb) ** 0.5)
+        if not gb <= thr < bb:
+            raise KexpandError(f"threshold {thr:,} bytes does not separate "
+                               f"GOOD ({gb:,}) from BAD ({bb:,}) for {args.file}")
+        # bisect in a clone of our own: the tree measured (and the user's)
+        # keeps its HEAD and has no bisect state
+        bis = work / "bisect"
+        shutil.rmtree(bis, ignore_errors=True)
+        series.run(["git", "clone", "-q", "--shared", "--no-checkout",
+                    str(tree), str(bis)], what="git clone --shared")
+        step = [sys.executable, str(Path(__file__).resolve()), "bisect-step",
+                "--case", case.name, "--tree", str(tree), "--file", args.file,
+                "--threshold", str(thr)]
+        g = lambda *a: series.git(bis, *a)  # noqa: E731
+        g("bisect", "start", bad, good)
+        prog.say(f"git bisect run on {args.file}: good {args.good} "
+                 f"({gb:,} B), bad {args.bad} ({bb:,} B), threshold {thr:,} B")
+        p = series.run(["git", "-C", str(bis), "bisect", "run", *step],
+                       check=False, env=dict(os.environ, KEXPAND_LOCK_HELD="1"))
+        first = series.git(bis, "rev-parse", "-q", "--verify", "refs/bisect/bad",
+                           check=False).stdout.strip()
+        log_text = g("bisect", "log").stdout
+        g("bisect", "reset", "--quiet")
+        if p.returncode != 0 or not first:
+            raise KexpandError(f"git bisect run failed:\n{p.stdout[-2000:]}",
+                               "build")
+        # check the answer against every commit's measurement
+        revs = series.git(tree, "rev-list", "--reverse", f"{good}..{bad}"
+                          ).stdout.split()
+        table = []
+        for c in [good] + revs:
+            e = measure_one(case, tree, c[:12], c, args.file, prog)
+            table.append((c, e.get("expanded_bytes"), trees.subject(tree, c)))
+        linear_first = next((c for c, b, _ in table if b is not None and b > thr), None)
+        out = {"file": args.file, "good": {"ref": args.good, "commit": good, "bytes": gb},
+               "bad": {"ref": args.bad, "commit": bad, "bytes": bb},
+               "threshold_bytes": thr, "first_bad": first,
+               "first_bad_subject": trees.subject(tree, first),
+               "agrees_with_per_commit_measurements": linear_first == first,
+               "per_commit": [{"commit": c, "bytes": b, "subject": s}
+                              for c, b, s in table],
+               "bisect_log": log_text, "tree": str(repo),
+               "command": shlex.join(sys.argv)}
+        d = results / "bisect" / f"{safe_name(args.good)}..{safe_name(args.bad)}"
+        atomic_write_json(d / f"{safe_name(args.file)}.json", out)
+    print(f"first commit past {thr:,} bytes for {args.file}:")
+    print(f"  {first[:12]} {out['first_bad_subject']}")
+    print("per-commit measurements (gcc -E bytes):")
+    for c, b, subj in table:
+        mark = "  <- first bad" if c == first else ""
+        print(f"  {c[:12]} {b if b is not None else 'n/a':>12}  {subj[:60]}{mark}")
+    print("bisect agrees with the per-commit measurements" if
+          out["agrees_with_per_commit_measurements"] else
+          "WARNING: bisect disagrees with the per-commit measurements")
+    return 0 if out["agrees_with_per_commit_measurements"] else 3
+
+
+def cmd_bisect_step(args):
+    """`git bisect run` helper: exit 0 below the threshold, 1 above,
+    125 when the file cannot be measured at this commit."""
+    case = series.load_case(args.case)
+    commit = run(["git", "rev-parse", "HEAD"]).stdout.strip()
+    tree = Path(args.tree)
+    try:
+        e = measure_one(case, tree, commit[:12], commit, args.file, Progress(1))
+    except KexpandError as err:
+        log(f"bisect step {commit[:12]}: {err}")
+        return 125
+    if e.get("status") != "ok":
+        return 125
+    b = e["expanded_bytes"]
+    log(f"bisect step {commit[:12]}: {b:,} bytes "
+        f"({'bad' if b > args.threshold else 'good'})")
+    return 1 if b > args.threshold else 0
 
 
 KINDS = ("expand", "time-E", "time-c")
@@ -366,8 +563,30 @@ def main():
     p.add_argument("--no-time", action="store_true",
                    default=os.environ.get("NO_TIME") == "1",
                    help="expansion only: no hyperfine timings")
+    p = sub.add_parser("compare", help="compare two commits")
+    p.add_argument("--case", default="minmax")
+    p.add_argument("--a", default=os.environ.get("A"))
+    p.add_argument("--b", default=os.environ.get("B"))
+    p.add_argument("--kernel", default=os.environ.get("KERNEL") or None)
+    p.add_argument("--files", default=os.environ.get("FILES"))
+    p.add_argument("--cc", default=os.environ.get("CC_LIST"))
+    p.add_argument("--no-time", action="store_true",
+                   default=os.environ.get("NO_TIME") == "1")
+    p = sub.add_parser("bisect", help="first commit past a byte threshold")
+    p.add_argument("--case", default="minmax")
+    p.add_argument("--file", default=os.environ.get("FILE"))
+    p.add_argument("--good", default=os.environ.get("GOOD"))
+    p.add_argument("--bad", default=os.environ.get("BAD"))
+    p.add_argument("--kernel", default=os.environ.get("KERNEL") or None)
+    p.add_argument("--threshold", default=os.environ.get("THRESHOLD") or None)
+    p = sub.add_parser("bisect-step")
+    p.add_argument("--case", default="minmax")
+    p.add_argument("--tree", required=True)
+    p.add_argument("--file", required=True)
+    p.add_argument("--threshold", type=int, required=True)
     args = ap.parse_args()
-    return {"prepare": cmd_prepare, "bench": cmd_bench}[args.cmd](args)
+    return {"prepare": cmd_prepare, "bench": cmd_bench, "compare": cmd_compare,
+            "bisect": cmd_bisect, "bisect-step": cmd_bisect_step}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@ from pathlib import Path
 from kxutil import KexpandError, jobs, run, log
 
 ARCH = "x86_64"
+# On the packaged tree every fragment option must survive olddefconfig; on a
+# user's tree of another version (KERNEL=) a lost option is only a warning.
+STRICT_CONFIG = True
 COMPILERS = {"gcc": [], "clang": ["LLVM=1"]}
 
 
@@ -83,7 +86,10 @@ def configure(tree, bdir, compiler, fragment):
             have[m.group(1)] = m.group(2)
     lost = [f"{k}={v}" for k, v in fragment_options(fragment).items()
             if have.get(k, "n") != v]
-    if lost:
+    if lost and not STRICT_CONFIG:
+        log(f"warning: config fragment options not available in this tree: "
+            f"{', '.join(lost)}")
+    elif lost:
         raise KexpandError(f"config fragment {fragment}: options lost after "
                            f"olddefconfig (unmet dependencies?): {', '.join(lost)}")
     stamp.write_text(want + "\n")

@@ -13,8 +13,16 @@ def human_bytes(v, _pos=None):
     return f"{v:g} B"
 
 
+def human_seconds(v, _pos=None):
+    return f"{v * 1000:g} ms" if v < 1 else f"{v:g} s"
+
+
+def human_kb(v, _pos=None):
+    return human_bytes(v * 1000)
+
+
 def series_plot(points, lines, out_base, title, ylabel, log=True,
-                formatter=human_bytes):
+                formatter=human_bytes, errs=None):
     """One line per file across the ordered series points.
     points: [name]; lines: {file: [value or None per point]}.
     Writes out_base.png and out_base.svg."""
@@ -24,7 +32,11 @@ def series_plot(points, lines, out_base, title, ylabel, log=True,
     for i, (label, ys) in enumerate(lines.items()):
         xs = [xi for xi, y in zip(x, ys) if y is not None]
         vs = [y for y in ys if y is not None]
-        if vs:
+        if vs and errs and label in errs:
+            es = [e for e, y in zip(errs[label], ys) if y is not None]
+            ax.errorbar(xs, vs, yerr=es, marker=markers[i % len(markers)],
+                        label=label, capsize=3)
+        elif vs:
             ax.plot(xs, vs, marker=markers[i % len(markers)], label=label)
     ax.set_xticks(x)
     ax.set_xticklabels(points, rotation=15, ha="right")
@@ -39,6 +51,33 @@ def series_plot(points, lines, out_base, title, ylabel, log=True,
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.4)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(f"{out_base}.{ext}", dpi=110)
+    plt.close(fig)
+
+
+def pair_bars(files, a_vals, b_vals, a_label, b_label, out_base, title,
+              ylabel, log=True, formatter=human_bytes, a_err=None, b_err=None):
+    """Grouped bars, A beside B, one group per file."""
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    x = list(range(len(files)))
+    w = 0.38
+    ax.bar([i - w / 2 for i in x], [v or 0 for v in a_vals], w, yerr=a_err,
+           capsize=3, label=f"A: {a_label}")
+    ax.bar([i + w / 2 for i in x], [v or 0 for v in b_vals], w, yerr=b_err,
+           capsize=3, label=f"B: {b_label}")
+    ax.set_xticks(x)
+    ax.set_xticklabels(files, rotation=20, ha="right", fontsize=8)
+    if log:
+        ax.set_yscale("log")
+    if formatter:
+        ax.yaxis.set_major_formatter(FuncFormatter(formatter))
+    ax.set_xlabel("file")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="y", alpha=0.4)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     for ext in ("png", "svg"):
         fig.savefig(f"{out_base}.{ext}", dpi=110)

@@ -1,5 +1,6 @@
 """results/ records, summary.csv and compare.py on fixture records."""
 import csv
+import re
 import json
 import os
 import subprocess
@@ -28,8 +29,7 @@ def entry(b):
                            "unique_id": 2646}]}
 
 
-@pytest.fixture
-def results(tmp_path):
+def make_results(tmp_path):
     r = tmp_path / "results"
     for name, commit, sizes in POINTS:
         res.write_record(r, {"schema": 1, "kind": "kexpand.expansion",
@@ -42,6 +42,11 @@ def results(tmp_path):
             {"name": n, "commit": c, "description": "", "parent": None,
              "control": False} for n, c, _ in POINTS]})
     return r
+
+
+@pytest.fixture
+def results(tmp_path):
+    return make_results(tmp_path)
 
 
 def test_summary_columns_and_order(results):
@@ -109,3 +114,83 @@ def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
         atomic_write(target, "new\n")
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+# --- A versus B, significance, the page -----------------------------------------
+
+def timed_entry(b, times):
+    e = entry(b)
+    import statistics as st
+    t = {"median_s": st.median(times), "stddev_s": st.stdev(times),
+         "runs": len(times), "peak_rss_kb": 90000 + b // 1000,
+         "hyperfine": {"times": times}}
+    e["time_c"] = e["time_E"] = t
+    return e
+
+
+def write_pair(results, a_times, b_times):
+    for name, commit, b, times in (("A", "d" * 40, 50_000_000, a_times),
+                                   ("B", "e" * 40, 3_000_000, b_times)):
+        res.write_record(results, {
+            "schema": 1, "kind": "kexpand.expansion", "case": "minmax",
+            "point": name, "commit": commit, "compiler": "gcc",
+            "compiler_version": "gcc 12",
+            "files": {FILES[0]: timed_entry(b, times)}})
+    out = results / "compare" / "laight-v4..torvalds-fixes"
+    atomic_write_json(out / "pair.json", {
+        "a": {"ref": "laight-v4", "commit": "d" * 40, "subject": "a"},
+        "b": {"ref": "torvalds-fixes", "commit": "e" * 40, "subject": "b"},
+        "tree": "/x", "package": "linux-source-6.1 6.1.192-3",
+        "files": [FILES[0]], "compilers": ["gcc"], "command": "make compare"})
+    return out
+
+
+def test_pair_report_significant_fix(results):
+    import compare
+    out = write_pair(results, [30.1, 31.0, 29.5], [0.61, 0.60, 0.62])
+    compare.write_pair_report(results, out)
+    rows = list(csv.DictReader(open(out / "compare.csv")))
+    assert list(rows[0])[:9] == ["file", "compiler", "bytes_a", "bytes_b",
+                                 "bytes_ratio", "c_time_a_s", "c_time_b_s",
+                                 "c_time_ratio", "significant"]
+    r = rows[0]
+    assert (r["bytes_a"], r["bytes_b"], r["bytes_ratio"]) == ("50000000", "3000000", "0.06")
+    assert r["significant"] == "True"
+    md = (out / "report.md").read_text()
+    assert "16.7x smaller" in md and "B shrank by 47,000,000 bytes" in md
+    assert "arch/x86/xen/setup.c:796" in md
+    for stem in ("bytes-gcc", "c-time-gcc"):
+        assert (out / f"{stem}.png").stat().st_size > 1000
+        assert (out / f"{stem}.svg").exists()
+
+
+def test_pair_report_noise_is_not_a_difference(results):
+    import compare
+    out = write_pair(results, [1.00, 1.30, 0.80], [1.10, 0.90, 1.25])
+    compare.write_pair_report(results, out)
+    r = next(csv.DictReader(open(out / "compare.csv")))
+    assert r["significant"] == "False"
+
+
+def test_welch_matches_reference_values():
+    import stats
+    t, df, p = stats.welch([1, 2, 3, 4], [2, 3, 4, 5])
+    assert abs(t - 1.0954451) < 1e-6 and abs(df - 6.0) < 1e-9
+    assert abs(p - 0.3153336) < 1e-6          # scipy.stats.ttest_ind(equal_var=False)
+    assert abs(stats.t_sf2(2.0, 10) - 0.0733880) < 1e-6
+    assert stats.welch([1.0], [2.0, 3.0])[2] is None
+
+
+def test_index_page_links_every_plot(results):
+    import compare
+    subprocess.run(["/usr/bin/python3", str(REPO / "compare.py"),
+                    "--results", str(results)], check=True, capture_output=True)
+    out = write_pair(results, [30.1, 31.0, 29.5], [0.61, 0.60, 0.62])
+    compare.write_pair_report(results, out)
+    page = compare.write_index(results).read_text()
+    imgs = re.findall(r'<img src="([^"]+)"', page)
+    assert "plots/expansion-gcc.png" in imgs
+    assert "compare/laight-v4..torvalds-fixes/bytes-gcc.png" in imgs
+    for i in imgs:
+        assert (results / i).exists(), i
+    assert "<table>" in page and "http" not in page.replace("http-equiv", "")
