@@ -6,11 +6,12 @@ CASE    ?= minmax
 
 # Debian packages each target needs; installed when missing (as root), or
 # named in the error otherwise.
-PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev \
+PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev libc6-dev \
+              qemu-system-x86 \
               xz-utils git python3 python3-matplotlib clang lld llvm hyperfine time
 PKGS_test  := $(PKGS_bench) python3-pytest chromium
 
-.PHONY: all bench prepare plots compare bisect test unit-test clean deps-bench deps-test
+.PHONY: all bench boot prepare plots compare bisect test unit-test clean deps-bench deps-test
 
 # CC=gcc|clang|both on the command line picks the compilers (make's own CC
 # default is ignored); FILES="a.c b.c" limits the files.
@@ -40,6 +41,11 @@ prepare: deps-bench
 	$(PY) bench/kexpand.py prepare --case $(CASE)
 
 plots:
+	$(PY) compare.py --case $(CASE)
+
+# Boot-check points (POINTS="a b", default all) in QEMU + conformance matrix.
+boot: deps-bench bench/kx-analyze
+	$(PY) bench/kexpand.py boot --case $(CASE)
 	$(PY) compare.py --case $(CASE)
 
 # Compare two commits: series tags, or any commit-ish of KERNEL=<git tree>.

@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE / "bench"), str(HERE / "plots")]
+sys.path[:0] = [str(HERE / "bench"), str(HERE / "plots"),
+                str(HERE / "kernel-build")]
 
 import results as res                               # noqa: E402
 import stats                                         # noqa: E402
@@ -284,6 +285,69 @@ def write_pair_report(results, outdir):
     return rows
 
 
+# --- boots and conformance ------------------------------------------------------
+
+def conformance_tables(results, index):
+    """results/conformance.{csv,md} from the per-point conformance records."""
+    import conformance
+    recs = res.load_kind(results, "kexpand.conformance", "conformance")
+    points = [p["name"] for p in index["points"] if p["commit"] in recs]
+    if not points:
+        return None
+    by_point = {p["name"]: recs[p["commit"]]["results"] for p in index["points"]
+                if p["commit"] in recs}
+    snippets = recs[next(p["commit"] for p in index["points"]
+                         if p["commit"] in recs)]["snippets"]
+    rows = conformance.matrix_rows(snippets, by_point, points)
+    cols = ["snippet", "question", *points, "expected", "claim", "differs_from_claim"]
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    atomic_write(results / "conformance.csv", buf.getvalue())
+    md = ["# Conformance: compile-time behaviour of each point's minmax.h", "",
+          "Each snippet compiled with the point's exact Kbuild flags (gcc): "
+          "accepted, warned (compiles with a warning) or rejected (error). "
+          "*expected* is what the seeds claim, where they make a claim.", "",
+          "| snippet | " + " | ".join(points) + " | expected (seeds) | differs |",
+          "|---|" + "---|" * (len(points) + 2)]
+    for r in rows:
+        cells = []
+        for p in points:
+            v = r[p]
+            cells.append(f"**{v}**" if any(v != rr[p] for rr in [r] for q in points
+                                           if rr[q] and rr[q] != v) else v)
+        md.append(f"| {r['question'].replace('|', '/')} | " + " | ".join(cells) +
+                  f" | {r['expected']} | {r['differs_from_claim'] or ''} |")
+    md += ["", "Messages (first diagnostic per snippet and point):", ""]
+    for s_ in snippets:
+        for p in points:
+            m = by_point[p].get(s_["name"], {}).get("message")
+            if m:
+                md.append(f"- {s_['name']} at {p}: `{m[:160]}`")
+    md += ["", "Claims:", ""] + [f"- {r['snippet']}: {r['claim']}" for r in rows if r["claim"]]
+    atomic_write(results / "conformance.md", "\n".join(md) + "\n")
+    return rows
+
+
+def boot_markdown(results, index):
+    boots = res.load_kind(results, "kexpand.boot", "boot")
+    rows = [(p, boots[p["commit"]]) for p in index["points"] if p["commit"] in boots]
+    if not rows:
+        return None
+    md = ["# Boot checks (QEMU, TCG, no network)", "",
+          "| point | commit | status | seconds to /init | passed | failed | skipped | failures |",
+          "|---|---|---|---:|---:|---:|---:|---|"]
+    for p, b in rows:
+        md.append(f"| {p['name']} | `{p['commit'][:12]}` | {b['status']} | "
+                  f"{b.get('boot_s') or '-'} | {b.get('tests_passed', 0)} | "
+                  f"{b.get('tests_failed', 0)} | {b.get('tests_skipped', 0)} | "
+                  f"{' '.join(b.get('failures') or [])} |")
+    text = "\n".join(md) + "\n"
+    atomic_write(results / "boot.md", text)
+    return text
+
+
 # --- the page -----------------------------------------------------------------
 
 def md_to_html(md):
@@ -359,6 +423,9 @@ def write_index(results):
                          f'alt="{html.escape(p.stem)}"></a></p>')
     if md.exists():
         parts.append(md_to_html(md.read_text()))
+    for extra in ("boot.md", "conformance.md"):
+        if (results / extra).exists():
+            parts.append("<hr>" + md_to_html((results / extra).read_text()))
     for kind in ("compare", "scan"):
         d = results / kind
         if not d.is_dir():
@@ -422,6 +489,8 @@ def main():
     written = plot_all(index, records, outdir)
     md = results / "expansion.md"
     atomic_write(md, tables(index, records))
+    boot_markdown(results, index)
+    conformance_tables(results, index)
     page = write_index(results)
     log(f"wrote {md}, {page} and {len(written)} plot files in {outdir}")
     return 0

@@ -20,6 +20,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "kernel-build")]
 
+import boot                                       # noqa: E402
+import conformance                                # noqa: E402
 import kbuild                                     # noqa: E402
 import timing                                     # noqa: E402
 import trees                                      # noqa: E402
@@ -192,6 +194,78 @@ def measure_commits(case, tree, todo, compilers, files, results, prog,
     return worst
 
 
+def boot_points(case, tree, todo, results, prog):
+    """Boot-check each (name, commit) with gcc; results/<commit12>/boot.json.
+    Returns the worst exit code (4 for a boot failure, 3 for a build one)."""
+    cache = Cache(work_dir())
+    chash = kbuild.config_hash(case.config)
+    ccver = kbuild.compiler_version("gcc")
+    qver = boot.qemu_version()
+    worst = 0
+    for name, commit in todo:
+        pt = case.point(name)
+        params = pt.module_params()
+        key = cache.key(commit, "gcc", ccver, chash, "boot", boot.inputs_hash(),
+                        qver, params, boot.BOOT_TIMEOUT)
+        r = cache.get(key)
+        prog.step(f"boot {name}" + (" (cached)" if r else ""))
+        if r is None:
+            series.checkout(tree, commit)
+            bdir = kbuild.build_dir(tree, commit, "gcc")
+            kbuild.configure(tree, bdir, "gcc", case.config)
+            t0 = time.monotonic()
+            r = boot.boot_point(tree, bdir, params, work_dir() / "boot" / commit[:12])
+            SPLIT.add("builds", r.get("kernel_build_s", 0.0))
+            SPLIT.add("boots", time.monotonic() - t0 - r.get("kernel_build_s", 0.0))
+            if r["status"] != "infra-error":
+                cache.put(key, r)
+        prog.say(f"  {name}: {r['status']}, {r.get('tests_passed', 0)} passed, "
+                 f"{r.get('tests_failed', 0)} failed, {r.get('tests_skipped', 0)} "
+                 f"skipped" + (f", /init after {r['boot_s']}s" if r.get("boot_s") else ""))
+        rec = dict(r, kind="kexpand.boot", schema=res.SCHEMA, point=name,
+                   commit=commit, compiler="gcc", compiler_version=ccver,
+                   config_hash=chash, case=case.name)
+        atomic_write_json(res.record_path(results, commit, "gcc").with_name("boot.json"), rec)
+        if r["status"] != "booted":
+            worst = max(worst, {"build": 3, "infra": 5}.get(r.get("class"), 4))
+    return worst
+
+
+def conformance_points(case, tree, todo, results, prog):
+    """Compile every conformance snippet at each point (gcc)."""
+    snippets = conformance.load_snippets(case.dir)
+    if not snippets:
+        return
+    cache = Cache(work_dir())
+    chash = kbuild.config_hash(case.config)
+    ccver = kbuild.compiler_version("gcc")
+    focus = [f for f, _ in case.focus]
+    for name, commit in todo:
+        got = {s["name"]: cache.get(cache.key(commit, "gcc", ccver, chash,
+                                              "conformance", s["hash"]))
+               for s in snippets}
+        missing = [s for s in snippets if got[s["name"]] is None]
+        if missing:
+            bdir = kbuild.build_dir(tree, commit, "gcc")
+            template = conformance.template_command(bdir, focus)
+            if template is None:
+                log(f"conformance at {name}: no compiled focus file to take "
+                    "flags from; skipped")
+                continue
+            series.checkout(tree, commit)
+            prog.say(f"  conformance: {len(missing)} snippets at {name}")
+            for s in missing:
+                got[s["name"]] = conformance.compile_snippet(bdir, template, s["path"])
+                cache.put(cache.key(commit, "gcc", ccver, chash, "conformance",
+                                    s["hash"]), got[s["name"]])
+        atomic_write_json(res.record_path(results, commit, "gcc").with_name(
+            "conformance.json"), {"kind": "kexpand.conformance", "schema": res.SCHEMA,
+                                  "point": name, "commit": commit,
+                                  "compiler_version": ccver, "results": got,
+                                  "snippets": [{k: sn[k] for k in ("name", "title", "expect")}
+                                               for sn in snippets]})
+
+
 def compilers_arg(s):
     s = split_list(s)
     if s == ["both"]:
@@ -208,7 +282,7 @@ def cmd_bench(args):
     compilers = compilers_arg(args.cc)
     work, results = work_dir(), results_dir()
     with work_lock(work):
-        prog = Progress(len(names) * len(compilers))
+        prog = Progress(len(names) * (len(compilers) + (not args.no_boot)))
         commits, failures, version = series.prepare(case, work, prog)
         tree = work / "tree"
         check_files(tree, files, focus)
@@ -224,6 +298,9 @@ def cmd_bench(args):
         worst = max(worst, measure_commits(case, tree, todo, compilers, files,
                                            results, prog, package,
                                            timed=not args.no_time))
+        conformance_points(case, tree, todo, results, prog)
+        if not args.no_boot:
+            worst = max(worst, boot_points(case, tree, todo, results, prog))
         index = {"case": case.name, "package": package,
                  "files": focus + [f for f in files if f not in focus],
                  "focus": dict(case.focus), "points": []}
@@ -236,6 +313,7 @@ def cmd_bench(args):
         atomic_write_json(results / f"series-{case.name}.json", index)
         records = res.load_records(results)
         rows = res.write_summary(results, index, records)
+        res.write_boot_csv(results, index)
         if check_controls(index, records):
             worst = max(worst, 3)
         total, parts = SPLIT.report()
@@ -249,6 +327,25 @@ def cmd_bench(args):
     print("wall time: " + ", ".join(
         f"{k} {v:.0f}s ({v / total:.0%})" for k, v in parts.items()),
         file=sys.stderr)
+    return worst
+
+
+def cmd_boot(args):
+    """Boot checks and the conformance matrix only."""
+    case = series.load_case(args.case)
+    names = select(split_list(args.points), case.names(), "point")
+    work, results = work_dir(), results_dir()
+    with work_lock(work):
+        prog = Progress(len(names))
+        commits, failures, version = series.prepare(case, work, prog)
+        tree = work / "tree"
+        todo = [(n, commits[n]) for n in names if n in commits]
+        worst = 2 if len(todo) < len(names) else 0
+        worst = max(worst, boot_points(case, tree, todo, results, prog))
+        conformance_points(case, tree, todo, results, prog)
+        index = res.load_series(results, case.name)
+        if index:
+            res.write_boot_csv(results, index)
     return worst
 
 
@@ -563,6 +660,12 @@ def main():
     p.add_argument("--no-time", action="store_true",
                    default=os.environ.get("NO_TIME") == "1",
                    help="expansion only: no hyperfine timings")
+    p.add_argument("--no-boot", action="store_true",
+                   default=os.environ.get("NO_BOOT") == "1",
+                   help="no bzImage builds and QEMU boots")
+    p = sub.add_parser("boot", help="boot-check points in QEMU")
+    p.add_argument("--case", default="minmax")
+    p.add_argument("--points", default=os.environ.get("POINTS"))
     p = sub.add_parser("compare", help="compare two commits")
     p.add_argument("--case", default="minmax")
     p.add_argument("--a", default=os.environ.get("A"))
@@ -585,7 +688,8 @@ def main():
     p.add_argument("--file", required=True)
     p.add_argument("--threshold", type=int, required=True)
     args = ap.parse_args()
-    return {"prepare": cmd_prepare, "bench": cmd_bench, "compare": cmd_compare,
+    return {"prepare": cmd_prepare, "bench": cmd_bench, "boot": cmd_boot,
+            "compare": cmd_compare,
             "bisect": cmd_bisect, "bisect-step": cmd_bisect_step}[args.cmd](args)
 
 

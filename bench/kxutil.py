@@ -86,6 +86,9 @@ class Split:
         finally:
             self.parts[what] = self.parts.get(what, 0.0) + time.monotonic() - t
 
+    def add(self, what, seconds):
+        self.parts[what] = self.parts.get(what, 0.0) + seconds
+
     def report(self):
         total = time.monotonic() - self.t0
         parts = dict(self.parts)

@@ -8,6 +8,10 @@ from pathlib import Path
 from kxutil import atomic_write, atomic_write_json, read_json, log
 
 SCHEMA = 1
+OTHER_KINDS = ("kexpand.boot", "kexpand.conformance")
+BOOT_COLUMNS = ["point", "commit", "status", "boot_s", "tests_passed",
+                "tests_failed", "tests_skipped", "class", "failures",
+                "kernel_build_s"]
 SUMMARY_COLUMNS = ["point", "commit", "compiler", "file", "status",
                    "expanded_bytes", "lines", "longest_line_bytes",
                    "code_bytes", "hot_line", "hot_line_bytes",
@@ -43,6 +47,8 @@ def load_records(results):
     for p in sorted(Path(results).glob("*/*.json")):
         rec = read_json(p)
         if rec is None:
+            continue
+        if isinstance(rec, dict) and rec.get("kind") in OTHER_KINDS:
             continue
         if not isinstance(rec, dict) or rec.get("kind") != "kexpand.expansion" \
                 or not isinstance(rec.get("files"), dict):
@@ -98,4 +104,36 @@ def write_summary(results, series, records):
     rows = summary_rows(series, records)
     w.writerows(rows)
     atomic_write(Path(results) / "summary.csv", buf.getvalue())
+    return rows
+
+
+def load_kind(results, kind, name):
+    """Records of another kind: results/<commit12>/<name>.json."""
+    out = {}
+    for p in sorted(Path(results).glob(f"*/{name}.json")):
+        rec = read_json(p)
+        if isinstance(rec, dict) and rec.get("kind") == kind:
+            out[rec["commit"]] = rec
+        elif rec is not None:
+            log(f"warning: skipping {p}: not a {kind} record")
+    return out
+
+
+def write_boot_csv(results, index):
+    boots = load_kind(results, "kexpand.boot", "boot")
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=BOOT_COLUMNS, lineterminator="\n",
+                       extrasaction="ignore")
+    w.writeheader()
+    rows = []
+    for pt in index["points"]:
+        b = boots.get(pt["commit"])
+        if not b:
+            continue
+        row = dict(b, point=pt["name"], commit=pt["commit"][:12],
+                   failures=" ".join(b.get("failures") or []))
+        row["class"] = b.get("class") or ""
+        rows.append(row)
+    w.writerows(rows)
+    atomic_write(Path(results) / "boot.csv", buf.getvalue())
     return rows

@@ -33,6 +33,10 @@ class Point:
     parent: str | None = None
     control: bool = False
     base: bool = False
+    promises: dict = field(default_factory=dict)
+
+    def module_params(self):
+        return " ".join(f"{k}={int(v)}" for k, v in sorted(self.promises.items()))
 
 
 @dataclass
@@ -77,7 +81,7 @@ def load_case(name="minmax", cases=CASES):
     points = []
     for raw in data.get("point", []):
         unknown = set(raw) - {"name", "description", "patches", "parent",
-                              "control", "base"}
+                              "control", "base", "promises"}
         if unknown or "name" not in raw:
             raise KexpandError(f"{mf}: bad point entry {raw!r} (unknown "
                                f"fields {sorted(unknown)} or no name)")

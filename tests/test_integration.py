@@ -56,7 +56,7 @@ def test_every_patch_applies(env):
 def test_setup_c_expansion(env):
     base, e = env
     kx(e, "bench", "--points", "pre-6.7,laight-v4,laight-v4-clamp-move",
-       "--files", "arch/x86/xen/setup.c", "--cc", "gcc", "--no-time")
+       "--files", "arch/x86/xen/setup.c", "--cc", "gcc", "--no-time", "--no-boot")
     rows = list(csv.DictReader(open(base / "results/summary.csv")))
     by = {r["point"]: r for r in rows}
     assert set(by) == {"pre-6.7", "laight-v4", "laight-v4-clamp-move"}
@@ -80,7 +80,7 @@ def test_second_run_uses_cache(env):
     base, e = env
     before = (base / "results/summary.csv").read_text()
     p = kx(e, "bench", "--points", "pre-6.7,laight-v4,laight-v4-clamp-move",
-           "--files", "arch/x86/xen/setup.c", "--cc", "gcc", "--no-time")
+           "--files", "arch/x86/xen/setup.c", "--cc", "gcc", "--no-time", "--no-boot")
     assert "building" not in p.stderr and "preprocessing" not in p.stderr
     assert (base / "results/summary.csv").read_text() == before
 
@@ -90,7 +90,7 @@ def test_timing_gcc_and_clang(env):
     small file (the heavy ones would take minutes)."""
     base, e = env
     kx(dict(e, RUNS="2"), "bench", "--points", "packaged",
-       "--files", "mm/percpu.c")
+       "--files", "mm/percpu.c", "--no-boot")
     rows = [r for r in csv.DictReader(open(base / "results/summary.csv"))
             if r["point"] == "packaged"]
     assert {r["compiler"] for r in rows} == {"gcc", "clang"}
@@ -112,3 +112,72 @@ def test_unknown_point_is_user_error(env):
     assert p.returncode == 2
     assert "unknown point v6.6" in p.stderr and "laight-v4" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_compare_series_points(env):
+    base, e = env
+    kx(e, "compare", "--a", "laight-v4", "--b", "torvalds-fixes",
+       "--files", "arch/x86/xen/setup.c", "--cc", "gcc", "--no-time", "--no-boot")
+    out = base / "results/compare/laight-v4..torvalds-fixes"
+    row = next(csv.DictReader(open(out / "compare.csv")))
+    assert row["file"] == "arch/x86/xen/setup.c"
+    assert float(row["bytes_ratio"]) <= 0.1          # the fix: >= 10x smaller
+    md = (out / "report.md").read_text()
+    assert "x smaller" in md and "extra_pages = min3(" in md
+    assert (out / "bytes-gcc.png").exists()
+    assert (base / "results/index.html").exists()
+
+
+def test_bisect_names_a_laight_patch(env):
+    base, e = env
+    tree = base / "work/tree"
+    head = subprocess.run(["git", "-C", tree, "rev-parse", "HEAD"],
+                          capture_output=True, text=True).stdout
+    p = kx(e, "bisect", "--file", "arch/x86/xen/setup.c", "--good", "pre-6.7",
+           "--bad", "laight-v4")
+    res = json.load(open(next((base / "results/bisect").glob("*/*.json"))))
+    laight = subprocess.run(["git", "-C", tree, "rev-list", "pre-6.7..laight-v4"],
+                            capture_output=True, text=True).stdout.split()
+    assert res["first_bad"] in laight
+    assert res["agrees_with_per_commit_measurements"]
+    assert "first commit past" in p.stdout
+    # the measured tree has no bisect state left behind
+    assert not (tree / ".git/BISECT_LOG").exists()
+    assert subprocess.run(["git", "-C", tree, "bisect", "log"],
+                          capture_output=True).returncode != 0
+    del head
+
+
+def test_compare_user_tree_is_left_alone(env):
+    """A second git tree made from the packaged tarball, with two commits of
+    our own; compare must leave it byte for byte as it was."""
+    base, e = env
+    user = base / "user-linux"
+    user.mkdir()
+    subprocess.run(["tar", "-xf", "/usr/src/linux-source-6.1.tar.xz", "-C",
+                    user, "--strip-components=1"], check=True)
+    g = lambda *a: subprocess.run(["git", "-C", user, *a], check=True,  # noqa: E731
+                                  capture_output=True, text=True).stdout
+    g("init", "-q")
+    g("add", "-A", "-f", ".")
+    g("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base")
+    pb = user / "include/linux/pageblock-flags.h"
+    pb.write_text(pb.read_text().replace("MIN_T(unsigned int, HUGETLB_PAGE_ORDER",
+                                         "min_t(unsigned int, HUGETLB_PAGE_ORDER"))
+    g("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am",
+      "pageblock_order through min_t() again")
+    (user / "mm/compaction.c").write_text("/* uncommitted */\n" +
+                                          (user / "mm/compaction.c").read_text())
+    sys_path = __import__("sys").path
+    sys_path.insert(0, str(REPO / "kernel-build"))
+    sys_path.insert(0, str(REPO / "bench"))
+    import trees
+    before = trees.snapshot(user)
+    p = kx(e, "compare", "--kernel", str(user), "--a", "HEAD~1", "--b", "HEAD",
+           "--files", "mm/compaction.c", "--cc", "gcc", "--no-time", "--no-boot")
+    assert "uncommitted changes" in p.stderr
+    assert trees.snapshot(user) == before
+    assert (user / "mm/compaction.c").read_text().startswith("/* uncommitted */")
+    row = next(csv.DictReader(open(base / "results/compare/HEAD_1..HEAD/compare.csv")))
+    assert int(row["bytes_b"]) > int(row["bytes_a"])   # min_t() expands more
+    subprocess.run(["rm", "-rf", str(user)])

@@ -219,3 +219,29 @@ def test_fragment_options():
 def test_unknown_compiler():
     with pytest.raises(KexpandError, match="unknown compiler 'icc'"):
         kbuild.make_args("icc")
+
+
+def test_kernel_must_be_a_kernel_git_tree(tmp_path):
+    import trees
+    with pytest.raises(KexpandError, match="no such directory"):
+        trees.check_user_tree(tmp_path / "none")
+    with pytest.raises(KexpandError, match="is not a git tree"):
+        trees.check_user_tree(tmp_path)
+    subprocess.run(["git", "init", "-q", tmp_path], check=True)
+    (tmp_path / "README").write_text("x\n")
+    subprocess.run(["git", "-C", tmp_path, "add", "README"], check=True)
+    subprocess.run(["git", "-C", tmp_path, "-c", "user.name=t", "-c",
+                    "user.email=t@t", "commit", "-qm", "x"], check=True)
+    with pytest.raises(KexpandError, match="not a Linux kernel tree"):
+        trees.check_user_tree(tmp_path)
+    with pytest.raises(KexpandError, match="unknown ref 'v9.9'"):
+        trees.resolve(tmp_path, "v9.9")
+
+
+def test_threshold_parsing():
+    import kexpand
+    assert kexpand.parse_threshold("20MB", 1) == 20_000_000
+    assert kexpand.parse_threshold("2x", 4_000_000) == 8_000_000
+    assert kexpand.parse_threshold("12345", 1) == 12345
+    with pytest.raises(KexpandError, match="THRESHOLD=lots"):
+        kexpand.parse_threshold("lots", 1)

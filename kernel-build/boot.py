@@ -1,0 +1,253 @@
+"""Boot check: build a point's bzImage, build the minmax KUnit module
+against it, pack an initramfs with our static C /init, boot it in QEMU
+(TCG, no network, serial console, -no-reboot) under a timeout, and parse
+the console log (KTAP + the /init verdict line).
+
+Nothing is ever loaded into the host's kernel: the module is only built
+here and loaded by /init inside QEMU."""
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import signal
+import stat
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import kbuild
+from kxutil import KexpandError, jobs, log, run
+
+HERE = Path(__file__).resolve().parent
+MODULE_SRC = HERE / "minmax-test"
+INIT_SRC = HERE / "init.c"
+BOOT_TIMEOUT = int(os.environ.get("BOOT_TIMEOUT") or 180)
+QEMU = "qemu-system-x86_64"
+
+# status values (results/boot.csv), each with its failure class
+STATUS_CLASS = {"booted": None, "build-failure": "build",
+                "kernel-panic": "boot", "timeout": "boot",
+                "test-failure": "boot", "infra-error": "infra"}
+
+
+def inputs_hash():
+    """What decides a boot result besides the commit and config."""
+    h = hashlib.sha256()
+    for p in sorted(MODULE_SRC.iterdir()) + [INIT_SRC, Path(__file__)]:
+        if p.is_file():
+            h.update(p.name.encode() + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def qemu_version():
+    p = run([QEMU, "--version"], check=False)
+    if p.returncode != 0:
+        raise KexpandError(f"{QEMU} not found; install it with 'apt-get "
+                           "install qemu-system-x86'", "infra")
+    return p.stdout.splitlines()[0]
+
+
+def build_kernel(tree, bdir):
+    """bzImage plus what external modules need (modules_prepare)."""
+    return kbuild.build(tree, bdir, "gcc", ["bzImage", "modules_prepare"],
+                        keep_going=False)
+
+
+def build_module(tree, bdir, promises=""):
+    """The KUnit module, built in a copy under the build dir; `promises`
+    ("const_min=1 const_min_t=0") become -DKX_CONST_MIN=1 ... flags."""
+    defs = " ".join(f"-DKX_{k.upper()}={v}" for k, v in
+                    (kv.split("=", 1) for kv in promises.split()))
+    mdir = bdir / "kexpand-minmax-test"
+    shutil.rmtree(mdir, ignore_errors=True)
+    shutil.copytree(MODULE_SRC, mdir)
+    p = run(["make", "-C", str(tree), f"O={bdir.name}", f"M={mdir}",
+             *kbuild.make_args("gcc"), f"KX_PROMISES={defs}", f"-j{jobs()}",
+             "modules"], check=False)
+    ko = mdir / "minmax_kunit.ko"
+    if p.returncode != 0 or not ko.exists():
+        raise KexpandError("building the minmax KUnit module failed:\n" +
+                           "\n".join(p.stdout.splitlines()[-25:]), "build")
+    return ko
+
+
+def build_init(outdir):
+    out = Path(outdir) / "init"
+    run(["gcc", "-static", "-Os", "-Wall", "-Werror", "-o", str(out),
+         str(INIT_SRC)], what="building the static /init", klass="infra")
+    return out
+
+
+# --- initramfs (cpio "newc"), written directly ---------------------------------
+
+def _cpio_entry(name, mode, data=b"", rdev=(0, 0), ino=1):
+    fields = [ino, mode, 0, 0, 1, 0, len(data), 0, 0, rdev[0], rdev[1],
+              len(name) + 1, 0]
+    hdr = b"070701" + b"".join(b"%08X" % f for f in fields)
+    out = hdr + name.encode() + b"\0"
+    out += b"\0" * (-len(out) % 4)
+    out += data + b"\0" * (-len(data) % 4)
+    return out
+
+
+def make_initramfs(path, files):
+    """files: {name: bytes}; adds /dev/console so /init has stdio."""
+    entries = [("dev", stat.S_IFDIR | 0o755, b"", (0, 0)),
+               ("dev/console", stat.S_IFCHR | 0o600, b"", (5, 1))]
+    for name, data in files.items():
+        entries.append((name, stat.S_IFREG | (0o755 if name == "init" else 0o644),
+                        data, (0, 0)))
+    blob = b"".join(_cpio_entry(n, m, d, r, i + 1)
+                    for i, (n, m, d, r) in enumerate(entries))
+    blob += _cpio_entry("TRAILER!!!", 0, ino=0)
+    Path(path).write_bytes(blob)
+    return path
+
+
+# --- QEMU ------------------------------------------------------------------------
+
+def qemu_command(bzimage, initrd):
+    return [QEMU, "-machine", "pc", "-accel", "tcg", "-m", "512", "-smp", "1",
+            "-nographic", "-monitor", "none", "-no-reboot", "-nic", "none",
+            "-kernel", str(bzimage), "-initrd", str(initrd),
+            "-append", "console=ttyS0 panic=-1 oops=panic loglevel=7"]
+
+
+@dataclass
+class BootRun:
+    returncode: int | None
+    timed_out: bool
+    lines: list = field(default_factory=list)   # [(seconds, text)]
+    seconds: float = 0.0
+
+
+def run_qemu(cmd, timeout=BOOT_TIMEOUT):
+    """Run QEMU in its own process group; kill the group on timeout, so no
+    QEMU is ever left behind."""
+    log("running: " + shlex.join(cmd))
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, start_new_session=True)
+    lines = []
+
+    def reader():
+        for raw in p.stdout:
+            lines.append((time.monotonic() - t0,
+                          raw.decode(errors="replace").rstrip("\r\n")))
+    th = threading.Thread(target=reader, daemon=True)
+    th.start()
+    timed_out = False
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        th.join(5)
+    return BootRun(None if timed_out else p.returncode, timed_out, lines,
+                   time.monotonic() - t0)
+
+
+# --- console parsing ------------------------------------------------------------
+
+PREFIX = re.compile(r"^(?:\[\s*\d+\.\d+\] ?)?")
+VERDICT = re.compile(r"KEXPAND-VERDICT: suite=(\S+) pass=(\d+) fail=(\d+) "
+                     r"skip=(\d+) total=(\d+) status=(\w+)")
+
+
+def parse_ktap(lines):
+    """Subtest results of each KUnit suite in a console log:
+    {suite: {"passed": [...], "failed": [...], "skipped": [...]}}."""
+    suites, current = {}, None
+    for text in lines:
+        t = PREFIX.sub("", text)
+        m = re.match(r"\s*# Subtest: (\S+)", t)
+        if m:
+            current = suites.setdefault(m.group(1), {"passed": [], "failed": [],
+                                                     "skipped": []})
+            continue
+        m = re.match(r"(\s+)(not ok|ok) \d+ (?:- )?(\S+)(.*)", t)
+        if m and current is not None:
+            name, rest = m.group(3), m.group(4)
+            if "# SKIP" in rest:
+                current["skipped"].append(name)
+            elif m.group(2) == "ok":
+                current["passed"].append(name)
+            else:
+                current["failed"].append(name)
+    return suites
+
+
+def classify(run_, suite="kexpand-minmax"):
+    """A BootRun -> result dict with status, class, counts and log tail."""
+    texts = [t for _, t in run_.lines]
+    tail = "\n".join(texts[-40:])
+    reached = next((s for s, t in run_.lines if "KEXPAND-INIT:" in t), None)
+    verdict = next((VERDICT.search(t) for t in texts if VERDICT.search(t)), None)
+    panic = next((t for t in texts if "Kernel panic" in t), None)
+    ktap = parse_ktap(texts).get(suite, {"passed": [], "failed": [], "skipped": []})
+    out = {"reached_init": reached is not None,
+           "boot_s": round(reached, 2) if reached is not None else None,
+           "tests_passed": len(ktap["passed"]), "tests_failed": len(ktap["failed"]),
+           "tests_skipped": len(ktap["skipped"]), "failures": ktap["failed"],
+           "skipped": ktap["skipped"], "verdict": verdict.group(0) if verdict else None,
+           "qemu_exit": run_.returncode, "seconds": round(run_.seconds, 2),
+           "log_tail": tail}
+    if verdict:
+        # the verdict counts win when KTAP lines were interleaved/garbled
+        out["tests_passed"], out["tests_failed"], out["tests_skipped"] = (
+            int(verdict.group(2)), int(verdict.group(3)), int(verdict.group(4)))
+    if panic:
+        status = "kernel-panic"
+        out["panic"] = panic.strip()
+    elif run_.timed_out:
+        status = "timeout"
+    elif not texts or (run_.returncode not in (0, None) and reached is None
+                       and not any("Linux version" in t for t in texts)):
+        status = "infra-error"
+    elif verdict is None:
+        status = "test-failure" if reached is not None else "kernel-panic"
+    elif verdict.group(6) == "ok" and out["tests_failed"] == 0 and out["tests_passed"] > 0:
+        status = "booted"
+    else:
+        status = "test-failure"
+    out["status"] = status
+    out["class"] = STATUS_CLASS[status]
+    return out
+
+
+def boot_point(tree, bdir, params, workdir, timeout=BOOT_TIMEOUT):
+    """Build everything for one point and boot it. Returns the result dict."""
+    res = {"qemu_version": qemu_version()}
+    t0 = time.monotonic()
+    b = build_kernel(tree, bdir)
+    res["kernel_build_s"] = round(time.monotonic() - t0, 1)
+    if not b.ok:
+        res.update(status="build-failure", **{"class": "build"},
+                   log_tail=b.log_tail, reached_init=False, boot_s=None,
+                   tests_passed=0, tests_failed=0, tests_skipped=0, failures=[])
+        return res
+    try:
+        ko = build_module(tree, bdir, params)
+    except KexpandError as e:
+        res.update(status="build-failure", **{"class": "build"},
+                   log_tail=str(e), reached_init=False, boot_s=None,
+                   tests_passed=0, tests_failed=0, tests_skipped=0, failures=[])
+        return res
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    init = build_init(workdir)
+    initrd = make_initramfs(workdir / "initramfs.cpio", {
+        "init": init.read_bytes(), "minmax_kunit.ko": ko.read_bytes()})
+    cmd = qemu_command(bdir / "arch/x86/boot/bzImage", initrd)
+    r = run_qemu(cmd, timeout)
+    res.update(classify(r))
+    res["qemu_command"] = shlex.join(cmd)
+    res["promises"] = params
+    res["timeout_s"] = timeout
+    return res
