@@ -28,7 +28,7 @@ import trees                                      # noqa: E402
 import results as res                             # noqa: E402
 import series                                     # noqa: E402
 from kxutil import (KexpandError, Progress, REPO, SPLIT, atomic_write_json,  # noqa: E402
-                    log, main_wrapper, read_json, results_dir, run,
+                    log, main_wrapper, missing_tool, read_json, results_dir, run,
                     work_dir, work_lock)
 
 ANALYZER = HERE / "kx-analyze"
@@ -52,14 +52,23 @@ def analyze(cmd, cwd, top=TOP_LINES):
         raise KexpandError(f"{ANALYZER} missing: run 'make -C {REPO} "
                            "bench/kx-analyze'", "infra")
     t0 = time.monotonic()
-    pre = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE)
+    try:
+        pre = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    except FileNotFoundError:
+        raise missing_tool(cmd[0])
     ana = subprocess.Popen([str(ANALYZER), "-n", str(top)], stdin=pre.stdout,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     pre.stdout.close()
-    out, aerr = ana.communicate()
-    perr = pre.stderr.read()
-    pre.wait()
+    try:
+        out, aerr = ana.communicate()
+        perr = pre.stderr.read()
+        pre.wait()
+    except BaseException:
+        for proc in (pre, ana):
+            proc.kill()
+            proc.wait()
+        raise
     secs = time.monotonic() - t0
     if pre.returncode != 0:
         tail = "\n".join(perr.decode(errors="replace").splitlines()[-15:])
@@ -274,12 +283,27 @@ def compilers_arg(s):
                   "compiler")
 
 
+def require_tools(compilers, timed, booting):
+    """Fail before the long work starts when a tool is missing."""
+    need = ["git", "make", "tar"]
+    for cc in compilers:
+        need += ["clang", "ld.lld"] if cc == "clang" else ["gcc"]
+    if timed:
+        need += ["hyperfine", "/usr/bin/time"]
+    if booting:
+        need += ["qemu-system-x86_64", "gcc"]
+    for tool in need:
+        if not shutil.which(tool):
+            raise missing_tool(tool)
+
+
 def cmd_bench(args):
     case = series.load_case(args.case)
     names = select(split_list(args.points), case.names(), "point")
     focus = [f for f, _ in case.focus]
     files = split_list(args.files) or focus
     compilers = compilers_arg(args.cc)
+    require_tools(compilers, not args.no_time, not args.no_boot)
     work, results = work_dir(), results_dir()
     with work_lock(work):
         prog = Progress(len(names) * (len(compilers) + (not args.no_boot)))
@@ -373,6 +397,7 @@ def cmd_compare(args):
     focus = [f for f, _ in case.focus]
     files = split_list(args.files) or focus
     compilers = compilers_arg(args.cc)
+    require_tools(compilers, not args.no_time, False)
     work, results = work_dir(), results_dir()
     with work_lock(work):
         prog = Progress(2 * len(compilers))
@@ -583,6 +608,8 @@ def measure_point(case, tree, name, commit, cc, ccver, chash, files, cache,
                     got[(f, kind)] = t
                     cache.put(key(f, kind), t)
             except KexpandError as e:
+                if e.klass == "infra":
+                    raise
                 failed[f] = {"status": "error", "error": str(e)}
     entries = {}
     for f in files:

@@ -113,13 +113,28 @@ def run(cmd, cwd=None, check=True, capture=True, env=None, what=None,
                            stderr=subprocess.STDOUT if capture else None,
                            timeout=timeout)
     except FileNotFoundError:
-        raise KexpandError(f"{cmd[0]}: command not found", "infra")
+        raise missing_tool(cmd[0])
     if check and p.returncode != 0:
         tail = "\n".join((p.stdout or "").splitlines()[-20:])
         raise KexpandError(
             f"{what or 'command'} failed (exit {p.returncode}): "
             f"{shlex.join(map(str, cmd))}\n{tail}", klass)
     return p
+
+
+# Debian package of each external tool kexpand runs.
+PACKAGES = {"hyperfine": "hyperfine", "qemu-system-x86_64": "qemu-system-x86",
+            "clang": "clang", "ld.lld": "lld", "gcc": "gcc", "make": "make",
+            "git": "git", "tar": "tar", "/usr/bin/time": "time",
+            "flex": "flex", "bison": "bison", "dpkg-query": "dpkg",
+            "chromium": "chromium"}
+
+
+def missing_tool(name):
+    pkg = PACKAGES.get(name) or PACKAGES.get(os.path.basename(name))
+    hint = (f"; install it with 'apt-get install {pkg}' (or run the make "
+            "target as root: it installs what is missing)") if pkg else ""
+    return KexpandError(f"{name}: command not found{hint}", "infra")
 
 
 def atomic_write(path, data):
@@ -139,6 +154,10 @@ def atomic_write(path, data):
             os.unlink(tmp)
         raise KexpandError(f"cannot write {path}: {e.strerror}; earlier "
                            "results are untouched", "infra")
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def atomic_write_json(path, obj):
@@ -175,8 +194,15 @@ def work_lock(work):
         f.close()
 
 
+def _sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main_wrapper(fn):
-    """Run a CLI main: KexpandError -> message + class exit code."""
+    """Run a CLI main: KexpandError -> message + class exit code; SIGTERM
+    is handled like Ctrl-C (children are killed, no half-written file)."""
+    import signal
+    signal.signal(signal.SIGTERM, _sigterm)
     try:
         sys.exit(fn() or 0)
     except KexpandError as e:

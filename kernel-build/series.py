@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kxutil import KexpandError, REPO, log, run, atomic_write_json, read_json
 
-CASES = REPO / "cases"
+CASES = Path(os.environ.get("KEXPAND_CASES") or REPO / "cases")
 TARBALL = Path(os.environ.get("KEXPAND_TARBALL",
                               "/usr/src/linux-source-6.1.tar.xz"))
 SOURCE_PACKAGE = "linux-source-6.1"
@@ -67,7 +67,8 @@ class Case:
         return h.hexdigest()[:16]
 
 
-def load_case(name="minmax", cases=CASES):
+def load_case(name="minmax", cases=None):
+    cases = cases or CASES
     d = Path(cases) / name
     mf = d / "series.toml"
     if not mf.is_file():

@@ -1,0 +1,2 @@
+/* fakelinux */
+#define IS_ENABLED(x) 0

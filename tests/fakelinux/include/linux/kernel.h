@@ -1,0 +1,2 @@
+/* fakelinux */
+#include <linux/minmax.h>

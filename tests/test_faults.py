@@ -1,0 +1,328 @@
+"""Fault injection: every way a run can go wrong has a defined behaviour.
+Each test asserts the message, the exit code, and that nothing was lost or
+left behind. The fake kernel tree (tests/fakelinux) stands in for the real
+one wherever it can; QEMU faults run against the real tree in
+test_integration.py."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FAKE = Path(__file__).parent / "fakelinux"
+PY = "/usr/bin/python3"
+
+BIGGER = '''From: A Developer <a@example.org>
+Date: Mon, 18 Sep 2023 08:16:30 +0000
+Subject: [PATCH] minmax: evaluate once
+
+Statement expressions, so arguments are evaluated once.
+---
+diff --git a/include/linux/minmax.h b/include/linux/minmax.h
+--- a/include/linux/minmax.h
++++ b/include/linux/minmax.h
+@@ -2,7 +2,8 @@
+ #ifndef _LINUX_MINMAX_H
+ #define _LINUX_MINMAX_H
+ 
+-#define __cmp(x, y, op)	((x) op (y) ? (x) : (y))
++#define __cmp(x, y, op)	({ typeof(x) __a = (x); typeof(y) __b = (y); \\
++	(void)(&__a == &__b); __a op __b ? __a : __b; })
+ #define min(x, y)	__cmp(x, y, <)
+ #define max(x, y)	__cmp(x, y, >)
+ #define min3(x, y, z)	min((typeof(x))min(x, y), z)
+'''
+
+BREAK = '''From: A Developer <a@example.org>
+Date: Tue, 19 Sep 2023 08:00:00 +0000
+Subject: [PATCH] mm: a change that does not compile
+
+---
+diff --git a/mm/compaction.c b/mm/compaction.c
+--- a/mm/compaction.c
++++ b/mm/compaction.c
+@@ -1,3 +1,4 @@
++#error "injected build failure"
+ #include <linux/minmax.h>
+ 
+ unsigned long fast_find(unsigned long pfn, unsigned long start)
+'''
+
+STALE = '''From: A Developer <a@example.org>
+Date: Wed, 20 Sep 2023 08:00:00 +0000
+Subject: [PATCH] minmax: against another tree
+
+---
+diff --git a/include/linux/minmax.h b/include/linux/minmax.h
+--- a/include/linux/minmax.h
++++ b/include/linux/minmax.h
+@@ -5,3 +5,3 @@
+ #define NOT_IN_THIS_TREE 1
+-#define min(x, y)	__cmp(x, y, <)
++#define min(x, y)	__cmp(x, y, <=)
+ #define max(x, y)	__cmp(x, y, >)
+'''
+
+MANIFEST = '''series = "fake"
+[[point]]
+name = "before"
+patches = []
+[[point]]
+name = "after"
+patches = ["0001-bigger.patch"]
+[[point]]
+name = "broken-build"
+parent = "after"
+control = true
+patches = ["0002-break.patch"]
+[[point]]
+name = "stale"
+parent = "after"
+control = true
+patches = ["0003-stale.patch"]
+[[point]]
+name = "packaged"
+base = true
+'''
+
+
+@pytest.fixture
+def fake(tmp_path):
+    tarball = tmp_path / "linux-source-6.1.tar.xz"
+    with tarfile.open(tarball, "w:xz") as t:
+        t.add(FAKE, arcname="linux-source-6.1")
+    case = tmp_path / "cases" / "fake"
+    (case / "patches").mkdir(parents=True)
+    for name, text in (("0001-bigger.patch", BIGGER), ("0002-break.patch", BREAK),
+                       ("0003-stale.patch", STALE)):
+        (case / "patches" / name).write_text(text)
+    (case / "series.toml").write_text(MANIFEST)
+    (case / "config.fragment").write_text("CONFIG_FAKE=y\n")
+    (case / "focus-files").write_text(
+        "arch/x86/xen/setup.c  # nested min3\nmm/compaction.c  # max\n")
+    env = dict(os.environ, KEXPAND_TARBALL=str(tarball),
+               KEXPAND_CASES=str(tmp_path / "cases"),
+               KEXPAND_WORK=str(tmp_path / "work"),
+               KEXPAND_RESULTS=str(tmp_path / "results"), RUNS="1")
+    return tmp_path, env
+
+
+def kx(env, *args, timeout=300):
+    return subprocess.run([PY, str(REPO / "bench/kexpand.py"), *args], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def no_temp_files(results):
+    return [p for p in Path(results).rglob(".*") if p.is_file()]
+
+
+def all_json_valid(results):
+    for p in Path(results).rglob("*.json"):
+        json.loads(p.read_text())
+
+
+def test_bad_patch_and_build_failure_do_not_stop_the_run(fake):
+    base, env = fake
+    p = kx(env, "bench", "--case", "fake", "--cc", "gcc", "--no-boot")
+    # a patch that does not apply: named with its hunk; the worst class wins
+    assert "0003-stale.patch does not apply at include/linux/minmax.h hunk #1" in p.stderr
+    assert "Traceback" not in p.stderr
+    assert p.returncode == 3, p.stderr        # build failure outranks user error
+    rows = {(r.split(",")[0], r.split(",")[3]): r.split(",")
+            for r in (base / "results/summary.csv").read_text().splitlines()[1:]}
+    # the other points are measured
+    assert rows[("before", "mm/compaction.c")][4] == "ok"
+    assert rows[("after", "arch/x86/xen/setup.c")][4] == "ok"
+    assert int(rows[("after", "arch/x86/xen/setup.c")][5]) > \
+        int(rows[("before", "arch/x86/xen/setup.c")][5])
+    # the failing object is recorded with its log tail, its sibling measured
+    assert rows[("broken-build", "mm/compaction.c")][4] == "build-failed"
+    assert rows[("broken-build", "arch/x86/xen/setup.c")][4] == "ok"
+    rec = next(json.loads(p.read_text()) for p in (base / "results").glob("*/gcc.json")
+               if json.loads(p.read_text())["point"] == "broken-build")
+    assert "injected build failure" in rec["files"]["mm/compaction.c"]["log_tail"]
+    assert not any(r[0] == "stale" for r in rows)
+    # the work tree is clean after the failed patch
+    st = subprocess.run(["git", "-C", base / "work/tree", "status", "--porcelain",
+                         "-uno"], capture_output=True, text=True).stdout
+    assert st == ""
+    assert no_temp_files(base / "results") == []
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["bench", "--points", "v6.6"], "unknown point v6.6; valid: before, after"),
+    (["bench", "--files", "mm/nonexistent.c"], "unknown file mm/nonexistent.c"),
+    (["bench", "--cc", "icc"], "unknown compiler icc; valid: gcc, clang"),
+    (["compare", "--a", "before", "--b", "no-such-ref"], "unknown ref 'no-such-ref'"),
+    (["compare", "--a", "before"], "give both refs"),
+])
+def test_user_errors_are_clear(fake, args, needle):
+    base, env = fake
+    p = kx(env, *args[:1], "--case", "fake", *args[1:])
+    assert p.returncode == 2, p.stderr
+    assert needle in p.stderr and "Traceback" not in p.stderr
+
+
+def test_unknown_case(fake):
+    base, env = fake
+    p = kx(env, "bench", "--case", "nope")
+    assert p.returncode == 2 and "unknown case 'nope'; cases: fake" in p.stderr
+
+
+def test_interrupted_run_keeps_results_and_resumes(fake):
+    base, env = fake
+    env = dict(env, FAKE_SLOW="1")
+    proc = subprocess.Popen([PY, str(REPO / "bench/kexpand.py"), "bench", "--case",
+                             "fake", "--cc", "gcc", "--no-boot", "--no-time",
+                             "--points", "before,after"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # wait until the second point starts, then stop the run
+    t0, seen = time.time(), ""
+    while time.time() - t0 < 120:
+        line = proc.stderr.readline()
+        seen += line
+        if "[2/2]" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 130, seen + rest
+    assert "interrupted; finished results are kept" in rest
+    assert no_temp_files(base / "results") == []
+    all_json_valid(base / "results")
+    assert not list((base / "work/tree").glob("kb-*/**/*.o.tmp"))
+    # nothing of ours still running
+    time.sleep(0.5)
+    ps = subprocess.run(["pgrep", "-f", str(base / "work")], capture_output=True,
+                        text=True).stdout.strip()
+    assert ps == ""
+    # the next run resumes: the first point comes from the cache
+    p = kx(dict(env, FAKE_SLOW=""), "bench", "--case", "fake", "--cc", "gcc",
+           "--no-boot", "--no-time", "--points", "before,after")
+    assert p.returncode == 0, p.stderr
+    assert "preprocessing arch/x86/xen/setup.c (before" not in p.stderr
+    assert "preprocessing arch/x86/xen/setup.c (after" in p.stderr
+
+
+def test_corrupt_and_foreign_results_are_skipped(fake):
+    base, env = fake
+    res = base / "results"
+    (res / "0123456789ab").mkdir(parents=True)
+    (res / "0123456789ab" / "gcc.json").write_text('{"kind": "kexpand.expansion", "fi')
+    (res / "0123456789ab" / "clang.json").write_text('{"some": "other tool"}')
+    p = kx(env, "bench", "--case", "fake", "--cc", "gcc", "--no-boot",
+           "--no-time", "--points", "before")
+    assert p.returncode == 0, p.stderr
+    assert "skipping" in p.stderr and "0123456789ab/gcc.json" in p.stderr
+    assert "0123456789ab/clang.json" in p.stderr
+    assert (res / "summary.csv").read_text().count("\nbefore,") == 2
+    c = subprocess.run([PY, str(REPO / "compare.py"), "--case", "fake"], env=env,
+                       capture_output=True, text=True)
+    assert c.returncode == 0, c.stderr
+
+
+def test_second_run_waits_for_nobody_it_refuses(fake):
+    base, env = fake
+    import fcntl
+    work = base / "work"
+    work.mkdir()
+    with open(work / "lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        p = kx(env, "bench", "--case", "fake", "--no-boot")
+    assert p.returncode == 5
+    assert "another kexpand run holds" in p.stderr and "lock" in p.stderr
+    assert not (base / "results").exists()
+
+
+def test_disk_full_keeps_earlier_results(fake):
+    base, env = fake
+    p = kx(env, "bench", "--case", "fake", "--cc", "gcc", "--no-boot",
+           "--no-time", "--points", "before")
+    assert p.returncode == 0, p.stderr
+    small = base / "small"
+    small.mkdir()
+    m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", small],
+                       capture_output=True)
+    if m.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here: " + m.stderr.decode())
+    try:
+        res = small / "results"
+        subprocess.run(["cp", "-a", base / "results", res], check=True)
+        before = {p: p.read_bytes() for p in res.rglob("*") if p.is_file()}
+        # fill the file system
+        subprocess.run(["dd", "if=/dev/zero", f"of={small}/fill", "bs=1k",
+                        "count=4096"], capture_output=True)
+        p = kx(dict(env, KEXPAND_RESULTS=str(res)), "bench", "--case", "fake",
+               "--cc", "gcc", "--no-boot", "--no-time", "--points", "before,after")
+        assert p.returncode == 5, p.stderr
+        assert "No space left on device" in p.stderr and "earlier results are untouched" in p.stderr
+        assert "Traceback" not in p.stderr
+        for f, data in before.items():
+            assert f.read_bytes() == data
+        assert no_temp_files(res) == []
+    finally:
+        subprocess.run(["umount", small])
+
+
+def test_kernel_that_is_not_a_kernel_tree(fake, tmp_path):
+    base, env = fake
+    p = kx(env, "compare", "--case", "fake", "--kernel", str(tmp_path / "nope"),
+           "--a", "x", "--b", "y")
+    assert p.returncode == 2 and "no such directory" in p.stderr
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    p = kx(env, "compare", "--case", "fake", "--kernel", str(plain), "--a", "x", "--b", "y")
+    assert p.returncode == 2 and "is not a git tree" in p.stderr
+
+
+def test_user_tree_with_local_changes_measured_committed_only(fake, tmp_path):
+    base, env = fake
+    user = tmp_path / "user"
+    subprocess.run(["cp", "-a", FAKE, user], check=True)
+    g = lambda *a: subprocess.run(["git", "-C", user, "-c", "user.name=t", "-c",  # noqa: E731
+                                   "user.email=t@t", *a], check=True,
+                                  capture_output=True, text=True).stdout
+    g("init", "-q")
+    g("add", "-A")
+    g("commit", "-qm", "one")
+    (user / "arch/x86/xen/setup.c").write_text(
+        (user / "arch/x86/xen/setup.c").read_text().replace("2 * min", "min3(1, 2, 3) * min"))
+    g("commit", "-qam", "two")
+    (user / "mm/compaction.c").write_text("#error uncommitted\n")
+    sys.path.insert(0, str(REPO / "kernel-build"))
+    sys.path.insert(0, str(REPO / "bench"))
+    import trees
+    snap = trees.snapshot(user)
+    p = kx(env, "compare", "--case", "fake", "--kernel", str(user), "--a", "HEAD~1",
+           "--b", "HEAD", "--cc", "gcc", "--no-time")
+    assert p.returncode == 0, p.stderr
+    assert "uncommitted changes" in p.stderr
+    assert trees.snapshot(user) == snap
+    assert (user / "mm/compaction.c").read_text() == "#error uncommitted\n"
+    rows = (base / "results/compare/HEAD_1..HEAD/compare.csv").read_text().splitlines()
+    setup = next(r for r in rows if r.startswith("arch/x86/xen/setup.c"))
+    a, b = map(int, setup.split(",")[2:4])
+    assert b > a
+
+
+def test_missing_tool_names_the_package(fake):
+    base, env = fake
+    bindir = base / "bin"
+    bindir.mkdir()
+    for tool in ("git", "make", "gcc", "tar", "xz", "cc1", "as", "ld", "sh",
+                 "dpkg-query", "cat", "mkdir", "printf", "sleep", "test", "rm"):
+        src = subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True,
+                             text=True).stdout.strip()
+        if src.startswith("/"):
+            (bindir / tool).symlink_to(src)
+    env = dict(env, PATH=str(bindir))
+    p = kx(env, "bench", "--case", "fake", "--cc", "gcc", "--no-boot",
+           "--points", "before")
+    assert p.returncode == 5, p.stderr
+    assert "hyperfine: command not found; install it with 'apt-get install hyperfine'" \
+        in p.stderr
