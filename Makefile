@@ -11,7 +11,7 @@ PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev libc
               xz-utils git python3 python3-matplotlib clang lld llvm hyperfine time
 PKGS_test  := $(PKGS_bench) python3-pytest chromium
 
-.PHONY: all bench boot prepare plots compare bisect test unit-test clean deps-bench deps-test
+.PHONY: all bench boot scan prepare plots compare bisect test unit-test clean deps-bench deps-test
 
 # CC=gcc|clang|both on the command line picks the compilers (make's own CC
 # default is ignored); FILES="a.c b.c" limits the files.
@@ -46,6 +46,14 @@ plots:
 # Boot-check points (POINTS="a b", default all) in QEMU + conformance matrix.
 boot: deps-bench bench/kx-analyze
 	$(PY) bench/kexpand.py boot --case $(CASE)
+	$(PY) compare.py --case $(CASE)
+
+# Scan every C file the build compiled: all points, or rank A..B by growth
+# (WRITE_FOCUS=path writes the top files as a focus-file list).
+scan: deps-bench bench/kx-analyze
+	$(PY) bench/kexpand.py scan --case $(CASE) $(if $(A),--a "$(A)") $(if $(B),--b "$(B)") \
+	  $(if $(WRITE_FOCUS),--write-focus "$(WRITE_FOCUS)") $(if $(KERNEL),--kernel "$(KERNEL)") \
+	  $(if $(filter command line,$(origin CC)),--cc "$(CC)")
 	$(PY) compare.py --case $(CASE)
 
 # Compare two commits: series tags, or any commit-ish of KERNEL=<git tree>.

@@ -285,6 +285,45 @@ def write_pair_report(results, outdir):
     return rows
 
 
+# --- scans ----------------------------------------------------------------------
+
+def write_scan_plots(results, outdir):
+    """Distribution of per-file growth between the two scanned points."""
+    import regression
+    outdir = Path(outdir)
+    rows = list(csv.DictReader(open(outdir / "ranking.csv")))
+    pair = read_json(outdir / "pair.json") or {}
+    ratios = [float(r["growth_ratio"]) for r in rows if r["growth_ratio"]]
+    if ratios:
+        regression.growth_histogram(
+            ratios, outdir / "growth",
+            f"per-file growth of -E bytes, {pair.get('a', {}).get('ref')} -> "
+            f"{pair.get('b', {}).get('ref')}, {len(ratios)} C files, "
+            f"{pair.get('compiler')}\n{pair.get('package')}")
+
+
+def scan_totals_plot(results, index, outdir):
+    """Total -E bytes of the whole build and full-build time per point."""
+    import regression
+    pts, totals, builds, clean = [], [], [], []
+    for cc in ("gcc", "clang"):
+        recs = res.load_kind(results, "kexpand.scan", f"scan-{cc}")
+        got = [(p["name"], recs[p["commit"]]) for p in index["points"]
+               if p["commit"] in recs]
+        if not got:
+            continue
+        pts = [n for n, _ in got]
+        totals = [r["total_bytes"] for _, r in got]
+        builds = [r["build"]["full_build_s"] for _, r in got]
+        clean = [r["build"]["from_clean"] for _, r in got]
+        regression.totals_plot(
+            pts, totals, builds, clean, outdir / f"scan-totals-{cc}",
+            f"whole build: total -E bytes of every compiled C file and full "
+            f"build time (make -j{got[0][1]['build']['jobs']} bzImage)\n"
+            f"{index.get('package')}, {cc}")
+    return pts
+
+
 # --- boots and conformance ------------------------------------------------------
 
 def conformance_tables(results, index):
@@ -491,6 +530,7 @@ def main():
     atomic_write(md, tables(index, records))
     boot_markdown(results, index)
     conformance_tables(results, index)
+    scan_totals_plot(results, index, outdir)
     page = write_index(results)
     log(f"wrote {md}, {page} and {len(written)} plot files in {outdir}")
     return 0

@@ -28,6 +28,7 @@ import trees                                      # noqa: E402
 import results as res                             # noqa: E402
 import series                                     # noqa: E402
 from kxutil import (KexpandError, Progress, REPO, SPLIT, atomic_write_json,  # noqa: E402
+                    jobs,
                     log, main_wrapper, missing_tool, read_json, results_dir, run,
                     work_dir, work_lock)
 
@@ -319,12 +320,14 @@ def cmd_bench(args):
             else:
                 log(f"point {name}: not measured: {failures.get(name)}")
                 worst = 2
+        if not args.no_boot:
+            # first, so that each point's full build starts from a clean
+            # build directory and its time is a clean-build time
+            worst = max(worst, boot_points(case, tree, todo, results, prog))
         worst = max(worst, measure_commits(case, tree, todo, compilers, files,
                                            results, prog, package,
                                            timed=not args.no_time))
         conformance_points(case, tree, todo, results, prog)
-        if not args.no_boot:
-            worst = max(worst, boot_points(case, tree, todo, results, prog))
         index = {"case": case.name, "package": package,
                  "files": focus + [f for f in files if f not in focus],
                  "focus": dict(case.focus), "points": []}
@@ -371,6 +374,138 @@ def cmd_boot(args):
         if index:
             res.write_boot_csv(results, index)
     return worst
+
+
+def full_build(tree, bdir, cc):
+    """bzImage (and modules_prepare for gcc), timed; from_clean says whether
+    the build dir had no objects before, i.e. the time is a clean build."""
+    from_clean = not any(bdir.glob("*/*.o")) and not (bdir / "vmlinux").exists()
+    t0 = time.monotonic()
+    with SPLIT.timed("builds"):
+        targets = ["bzImage", "modules_prepare"] if cc == "gcc" else ["bzImage"]
+        b = kbuild.build(tree, bdir, cc, targets, keep_going=False)
+    return b, {"full_build_s": round(time.monotonic() - t0, 1),
+               "from_clean": from_clean, "jobs": jobs(), "ok": b.ok}
+
+
+def scan_points(case, tree, todo, cc, results, prog):
+    """Scan every C file of each point's full build; cached per commit."""
+    import scan
+    cache = Cache(work_dir())
+    chash = kbuild.config_hash(case.config)
+    ccver = kbuild.compiler_version(cc)
+    out = {}
+    for name, commit in todo:
+        key = cache.key(commit, cc, ccver, chash, "scan", ANALYZER_VERSION)
+        sc = cache.get(key)
+        prog.step(f"scan {name} / {cc}" + (" (cached)" if sc else ""))
+        if sc is None:
+            series.checkout(tree, commit)
+            bdir = kbuild.build_dir(tree, commit, cc)
+            kbuild.configure(tree, bdir, cc, case.config)
+            b, info = full_build(tree, bdir, cc)
+            if not b.ok:
+                raise KexpandError(f"full build of {name} ({cc}) failed:\n"
+                                   f"{b.log_tail}", "build")
+            with SPLIT.timed("expansion"):
+                sc = scan.scan_build(tree, bdir, prog)
+            sc["build"] = info
+            cache.put(key, sc)
+        scan.log_summary(sc, name)
+        rec = dict(sc, kind="kexpand.scan", schema=res.SCHEMA, point=name,
+                   commit=commit, compiler=cc, compiler_version=ccver,
+                   config_hash=chash, case=case.name)
+        atomic_write_json(res.record_path(results, commit, cc).with_name(
+            f"scan-{cc}.json"), rec)
+        out[name] = rec
+    return out
+
+
+def cmd_scan(args):
+    """make scan [A= B=]: scan points; with A and B, rank files by growth."""
+    import scan
+    case = series.load_case(args.case)
+    cc = compilers_arg(args.cc)[0] if args.cc else "gcc"
+    work, results = work_dir(), results_dir()
+    with work_lock(work):
+        prog = Progress(2 if args.a else len(case.points))
+        tree, repo, package = open_tree(case, args.kernel, prog)
+        if args.a or args.b:
+            if not (args.a and args.b):
+                raise KexpandError("give both refs: make scan A=<ref> B=<ref>")
+            todo = [(args.a, trees.resolve(repo, args.a)),
+                    (args.b, trees.resolve(repo, args.b))]
+        else:
+            names = select(split_list(args.points), case.names(), "point")
+            todo = [(n, trees.resolve(repo, n)) for n in names]
+        scans = scan_points(case, tree, todo, cc, results, prog)
+        if not args.a:
+            return 0
+        rows = scan.ranking(scans[args.a], scans[args.b])
+        out = results / "scan" / f"{safe_name(args.a)}..{safe_name(args.b)}"
+        atomic_write_json(out / "pair.json", {
+            "a": {"ref": args.a, "commit": todo[0][1]},
+            "b": {"ref": args.b, "commit": todo[1][1]}, "compiler": cc,
+            "package": package, "command": shlex.join(sys.argv)})
+        focus = {f for f, _ in case.focus}
+        write_ranking(out, rows, args, scans, focus)
+        if args.write_focus:
+            lines = [f"# Top {args.top} files by expansion growth, "
+                     f"{args.a} -> {args.b} ({cc}), written by make scan"]
+            for r in rows[:args.top]:
+                lines.append(f"{r['file']:40} # +{r['growth_bytes']:,} bytes "
+                             f"({r['growth_ratio']}x)")
+            Path(args.write_focus).write_text("\n".join(lines) + "\n")
+            log(f"wrote focus list {args.write_focus}")
+    sys.path.insert(0, str(REPO))
+    import compare
+    compare.write_scan_plots(results, out)
+    compare.write_index(results)
+    print((out / "ranking.md").read_text())
+    return 0
+
+
+def write_ranking(out, rows, args, scans, focus):
+    import csv as csvmod
+    import io
+    buf = io.StringIO()
+    w = csvmod.DictWriter(buf, fieldnames=["file", "bytes_a", "bytes_b",
+                                           "growth_bytes", "growth_ratio"],
+                          lineterminator="\n", extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    from kxutil import atomic_write
+    atomic_write(out / "ranking.csv", buf.getvalue())
+    sa, sb = scans[args.a], scans[args.b]
+    md = [f"# Files by expansion growth, {args.a} .. {args.b}", "",
+          f"- {sa['n_files']} C files at {args.a}: {sa['total_bytes']:,} bytes of -E "
+          f"output; {sb['n_files']} at {args.b}: {sb['total_bytes']:,} bytes "
+          f"({sb['total_bytes'] / sa['total_bytes']:.3f}x).",
+          f"- full build: {sa['build']['full_build_s']} s and "
+          f"{sb['build']['full_build_s']} s (-j{sb['build']['jobs']}; "
+          f"from clean: {sa['build']['from_clean']}, {sb['build']['from_clean']}).",
+          f"- scan wall time {sb['scan_seconds']} s for {sb['n_files']} files; "
+          f"files x median -E time / workers = {sb['ideal_seconds']} s; ratio "
+          f"{sb['overhead_ratio']}.", "",
+          f"## Top {args.top} by absolute growth", "",
+          "| # | file | bytes A | bytes B | growth | ratio | focus file | hottest line at B |",
+          "|---:|---|---:|---:|---:|---:|---|---|"]
+    for i, r in enumerate(rows[:args.top], 1):
+        hot = r["hot_b"] or {}
+        md.append(f"| {i} | {r['file']} | {r['bytes_a']:,} | {r['bytes_b']:,} | "
+                  f"{r['growth_bytes']:+,} | {r['growth_ratio']} | "
+                  f"{'yes' if r['file'] in focus else ''} | "
+                  f"{hot.get('at', '')} ({hot.get('bytes', 0):,} B) |")
+    by_ratio = sorted((r for r in rows if r["growth_ratio"]),
+                      key=lambda r: -r["growth_ratio"])[:args.top]
+    md += ["", f"## Top {args.top} by growth ratio", "",
+           "| # | file | bytes A | bytes B | ratio |", "|---:|---|---:|---:|---:|"]
+    for i, r in enumerate(by_ratio, 1):
+        md.append(f"| {i} | {r['file']} | {r['bytes_a']:,} | {r['bytes_b']:,} | "
+                  f"{r['growth_ratio']} |")
+    n_focus = sum(1 for r in rows[:args.top] if r["file"] in focus)
+    md += ["", f"{n_focus} of the top {args.top} by absolute growth are focus files."]
+    atomic_write(out / "ranking.md", "\n".join(md) + "\n")
 
 
 def open_tree(case, kernel, prog):
@@ -599,10 +734,11 @@ def measure_point(case, tree, name, commit, cc, ccver, chash, files, cache,
                             argv, str(scratch / f"{cc}-{Path(f).stem}.o")))):
                     if kind not in kinds or got[(f, kind)] is not None:
                         continue
+                    warm = timing.choose_warmup(est)
                     prog.say(f"  timing {kind[-1]} {f} ({name}, {cc}, "
-                             f"1 warmup + {runs} runs)")
+                             f"{warm} warmup + {runs} runs)")
                     with SPLIT.timed("timed runs"):
-                        t = timing.hyperfine(cmd, bdir, runs)
+                        t = timing.hyperfine(cmd, bdir, runs, warmup=warm)
                     t["command"] = (f"cd {shlex.quote(bdir.name)} && "
                                     f"{shlex.join(cmd)}")
                     got[(f, kind)] = t
@@ -693,6 +829,15 @@ def main():
     p = sub.add_parser("boot", help="boot-check points in QEMU")
     p.add_argument("--case", default="minmax")
     p.add_argument("--points", default=os.environ.get("POINTS"))
+    p = sub.add_parser("scan", help="scan every C file of the build")
+    p.add_argument("--case", default="minmax")
+    p.add_argument("--a", default=os.environ.get("A") or None)
+    p.add_argument("--b", default=os.environ.get("B") or None)
+    p.add_argument("--points", default=os.environ.get("POINTS"))
+    p.add_argument("--kernel", default=os.environ.get("KERNEL") or None)
+    p.add_argument("--cc", default=None)
+    p.add_argument("--top", type=int, default=20)
+    p.add_argument("--write-focus", default=os.environ.get("WRITE_FOCUS") or None)
     p = sub.add_parser("compare", help="compare two commits")
     p.add_argument("--case", default="minmax")
     p.add_argument("--a", default=os.environ.get("A"))
@@ -715,7 +860,7 @@ def main():
     p.add_argument("--file", required=True)
     p.add_argument("--threshold", type=int, required=True)
     args = ap.parse_args()
-    return {"prepare": cmd_prepare, "bench": cmd_bench, "boot": cmd_boot,
+    return {"prepare": cmd_prepare, "bench": cmd_bench, "boot": cmd_boot, "scan": cmd_scan,
             "compare": cmd_compare,
             "bisect": cmd_bisect, "bisect-step": cmd_bisect_step}[args.cmd](args)
 

@@ -35,6 +35,13 @@ def choose_runs(estimate_s, override=None):
     return 2
 
 
+def choose_warmup(estimate_s):
+    """One warmup run; none for commands over 15 s, whose caches the run
+    just before warmed (the expansion run for -E, the build's own compile
+    for -c): a warmup of the 47 MB line costs minutes and buys nothing."""
+    return 0 if estimate_s > 15 else 1
+
+
 def noise(times):
     """hyperfine-style judgement of the samples."""
     med = statistics.median(times)

@@ -82,3 +82,49 @@ def pair_bars(files, a_vals, b_vals, a_label, b_label, out_base, title,
     for ext in ("png", "svg"):
         fig.savefig(f"{out_base}.{ext}", dpi=110)
     plt.close(fig)
+
+
+def growth_histogram(ratios, out_base, title):
+    """How many files grew by how much (log-spaced bins of B/A)."""
+    fig, ax = plt.subplots(figsize=(10, 5))
+    lo, hi = min(ratios), max(ratios)
+    lo, hi = min(lo, 0.99), max(hi, 1.01)
+    n = 40
+    edges = [lo * (hi / lo) ** (i / n) for i in range(n + 1)]
+    ax.hist(ratios, bins=edges, color="tab:blue")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.axvline(1.0, color="gray", lw=1)
+    ax.set_xlabel("growth ratio B/A of -E bytes (log scale; 1 = unchanged)")
+    ax.set_ylabel("number of files (log scale)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(f"{out_base}.{ext}", dpi=110)
+    plt.close(fig)
+
+
+def totals_plot(points, totals, builds, clean, out_base, title):
+    """Two panels over the series points: total bytes, full build time."""
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
+    x = list(range(len(points)))
+    a1.plot(x, totals, marker="o")
+    a1.yaxis.set_major_formatter(FuncFormatter(human_bytes))
+    a1.set_ylabel("total -E bytes, all C files")
+    a1.grid(True, alpha=0.4)
+    a2.plot(x, builds, marker="s", color="tab:red")
+    for xi, b, c in zip(x, builds, clean):
+        if not c:
+            a2.annotate("not from clean", (xi, b), fontsize=7,
+                        textcoords="offset points", xytext=(4, 4))
+    a2.set_ylabel("full build wall time, s")
+    a2.grid(True, alpha=0.4)
+    a2.set_xticks(x)
+    a2.set_xticklabels(points, rotation=15, ha="right")
+    a2.set_xlabel("series point (in order)")
+    a1.set_title(title, fontsize=10)
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(f"{out_base}.{ext}", dpi=110)
+    plt.close(fig)

@@ -326,3 +326,32 @@ def test_missing_tool_names_the_package(fake):
     assert p.returncode == 5, p.stderr
     assert "hyperfine: command not found; install it with 'apt-get install hyperfine'" \
         in p.stderr
+
+
+def test_scan_ranks_growth_and_writes_focus_list(fake):
+    base, env = fake
+    focus = base / "new-focus"
+    p = kx(env, "scan", "--case", "fake", "--a", "before", "--b", "after",
+           "--write-focus", str(focus))
+    assert p.returncode == 0, p.stderr
+    out = base / "results/scan/before..after"
+    lines = (out / "ranking.csv").read_text().splitlines()
+    assert lines[0] == "file,bytes_a,bytes_b,growth_bytes,growth_ratio"
+    top = lines[1].split(",")
+    assert top[0] == "arch/x86/xen/setup.c" and int(top[3]) > 0
+    growth = [int(l.split(",")[3]) for l in lines[1:]]
+    assert growth == sorted(growth, reverse=True)
+    assert (out / "growth.png").exists() and (out / "ranking.md").exists()
+    assert "1 of the top" in (out / "ranking.md").read_text() or \
+        "2 of the top" in (out / "ranking.md").read_text()
+    assert focus.read_text().splitlines()[1].startswith("arch/x86/xen/setup.c")
+    # the written list is a focus-file list the bench accepts
+    sys.path.insert(0, str(REPO / "kernel-build"))
+    sys.path.insert(0, str(REPO / "bench"))
+    import series
+    assert series.read_focus(focus)[0][0] == "arch/x86/xen/setup.c"
+    recs = list((base / "results").glob("*/scan-gcc.json"))
+    assert len(recs) == 2
+    rec = json.loads(recs[0].read_text())
+    assert rec["n_files"] == 2 and rec["total_bytes"] > 0
+    assert rec["overhead_ratio"] is not None and rec["build"]["from_clean"] is True
