@@ -181,3 +181,40 @@ def test_compare_user_tree_is_left_alone(env):
     row = next(csv.DictReader(open(base / "results/compare/HEAD_1..HEAD/compare.csv")))
     assert int(row["bytes_b"]) > int(row["bytes_a"])   # min_t() expands more
     subprocess.run(["rm", "-rf", str(user)])
+
+
+def test_boot_packaged_point_in_qemu(env):
+    """Build the packaged point's bzImage, boot it in QEMU with the KUnit
+    module, and check the suite passes; then the fault paths with the same
+    kernel: a hang ends at the timeout, a panic is named; no QEMU is left."""
+    base, e = env
+    p = kx(e, "boot", "--points", "packaged")
+    rows = list(csv.DictReader(open(base / "results/boot.csv")))
+    row = next(r for r in rows if r["point"] == "packaged")
+    assert row["status"] == "booted", p.stderr[-3000:]
+    assert int(row["tests_passed"]) > 0 and row["tests_failed"] == "0"
+    assert float(row["boot_s"]) > 0
+    rec = json.load(open(next((base / "results").glob("*/boot.json"))))
+    assert "-nic none" in rec["qemu_command"] and "-no-reboot" in rec["qemu_command"]
+    conf = json.load(open(next((base / "results").glob("*/conformance.json"))))
+    assert conf["results"]["05-min-int-4u"]["verdict"] == "rejected"
+    assert conf["results"]["04-min-uint-4"]["verdict"] == "accepted"
+
+    import sys
+    sys.path[:0] = [str(REPO / "kernel-build"), str(REPO / "bench")]
+    import boot
+    bz = next((base / "work/tree").glob("kb-*-gcc/arch/x86/boot/bzImage"))
+    init = base / "hang-init"
+    subprocess.run(["gcc", "-static", "-Os", "-o", init,
+                    REPO / "tests/data/boot/hang-init.c"], check=True)
+    rd = boot.make_initramfs(base / "hang.cpio", {"init": init.read_bytes()})
+    r = boot.classify(boot.run_qemu(boot.qemu_command(bz, rd), timeout=20))
+    assert r["status"] == "timeout" and r["reached_init"]
+    cmd = boot.qemu_command(bz, rd)
+    i = cmd.index("-initrd")
+    del cmd[i:i + 2]
+    r = boot.classify(boot.run_qemu(cmd, timeout=120))
+    assert r["status"] == "kernel-panic" and "No working init" in r["panic"]
+    left = subprocess.run(["pgrep", "-f", f"qemu-system-x86_64.*{bz}"],
+                          capture_output=True, text=True).stdout
+    assert left == ""
