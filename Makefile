@@ -11,7 +11,7 @@ PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev libc
               xz-utils git python3 python3-matplotlib clang lld llvm hyperfine time
 PKGS_test  := $(PKGS_bench) python3-pytest chromium
 
-.PHONY: all bench boot scan prepare plots compare bisect test unit-test clean deps-bench deps-test
+.PHONY: all bench bench-analyzer boot scan prepare plots compare bisect test unit-test clean deps-bench deps-test
 
 # CC=gcc|clang|both on the command line picks the compilers (make's own CC
 # default is ignored); FILES="a.c b.c" limits the files.
@@ -55,6 +55,10 @@ scan: deps-bench bench/kx-analyze
 	  $(if $(WRITE_FOCUS),--write-focus "$(WRITE_FOCUS)") $(if $(KERNEL),--kernel "$(KERNEL)") \
 	  $(if $(filter command line,$(origin CC)),--cc "$(CC)")
 	$(PY) compare.py --case $(CASE)
+
+# Throughput of the C analyzer, and its cost relative to gcc -E (setup.c, laight-v4).
+bench-analyzer: deps-bench bench/kx-analyze
+	$(PY) bench/kexpand.py analyzer-bench --case $(CASE)
 
 # Compare two commits: series tags, or any commit-ish of KERNEL=<git tree>.
 compare: deps-bench bench/kx-analyze

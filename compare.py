@@ -347,15 +347,13 @@ def conformance_tables(results, index):
     md = ["# Conformance: compile-time behaviour of each point's minmax.h", "",
           "Each snippet compiled with the point's exact Kbuild flags (gcc): "
           "accepted, warned (compiles with a warning) or rejected (error). "
-          "*expected* is what the seeds claim, where they make a claim.", "",
+          "*expected* is what the seeds claim, where they make a claim. "
+          "Bold: the points differ on this snippet.", "",
           "| snippet | " + " | ".join(points) + " | expected (seeds) | differs |",
           "|---|" + "---|" * (len(points) + 2)]
     for r in rows:
-        cells = []
-        for p in points:
-            v = r[p]
-            cells.append(f"**{v}**" if any(v != rr[p] for rr in [r] for q in points
-                                           if rr[q] and rr[q] != v) else v)
+        varies = len({r[p] for p in points if r[p]}) > 1
+        cells = [f"**{r[p]}**" if varies and r[p] else r[p] for p in points]
         md.append(f"| {r['question'].replace('|', '/')} | " + " | ".join(cells) +
                   f" | {r['expected']} | {r['differs_from_claim'] or ''} |")
     md += ["", "Messages (first diagnostic per snippet and point):", ""]

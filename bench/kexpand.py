@@ -508,6 +508,53 @@ def write_ranking(out, rows, args, scans, focus):
     atomic_write(out / "ranking.md", "\n".join(md) + "\n")
 
 
+def cmd_analyzer_bench(args):
+    """Throughput of kx-analyze on a file in the page cache, and its cost
+    relative to the -E it analyzes: setup.c at laight-v4 (gcc)."""
+    case = series.load_case(args.case)
+    work, results = work_dir(), results_dir()
+    with work_lock(work):
+        prog = Progress(1)
+        commits, failures, version = series.prepare(case, work, prog)
+        tree = work / "tree"
+        commit = commits[args.point]
+        bdir = kbuild.build_dir(tree, commit, "gcc")
+        series.checkout(tree, commit)
+        kbuild.configure(tree, bdir, "gcc", case.config)
+        b = kbuild.build(tree, bdir, "gcc", [kbuild.obj_of(args.file)])
+        if not b.ok:
+            raise KexpandError(f"building {args.file} failed:\n{b.log_tail}", "build")
+        argv = kbuild.compile_command(bdir, args.file)
+        sample = work / "scratch" / "analyzer-sample.i"
+        sample.parent.mkdir(parents=True, exist_ok=True)
+        with open(sample, "wb") as out:
+            subprocess.run(kbuild.preprocess_command(argv), cwd=bdir, stdout=out,
+                           check=True)
+        size = sample.stat().st_size
+        ana = timing.hyperfine(["sh", "-c", f"{ANALYZER} -n 5 < {shlex.quote(str(sample))}"],
+                               work, runs=args.runs, warmup=2)
+        cat = timing.hyperfine(["sh", "-c", f"cat {shlex.quote(str(sample))} > /dev/null"],
+                               work, runs=args.runs, warmup=2)
+        pre = timing.hyperfine(kbuild.preprocess_command(argv, "/dev/null"), bdir,
+                               runs=2, warmup=0)
+        sample.unlink()
+    out = {"file": args.file, "point": args.point, "commit": commit,
+           "bytes": size, "analyzer_median_s": ana["median_s"],
+           "analyzer_mb_per_s": round(size / ana["median_s"] / 1e6, 1),
+           "cat_median_s": cat["median_s"],
+           "preprocess_median_s": pre["median_s"],
+           "analysis_over_preprocess": round(ana["median_s"] / pre["median_s"], 5),
+           "analyzer": ana, "cat": cat, "preprocess": pre,
+           "cpu": cpu_model(), "command": shlex.join(sys.argv)}
+    atomic_write_json(results / "analyzer.json", out)
+    print(f"kx-analyze: {size:,} bytes in {ana['median_s']:.3f} s (median of "
+          f"{ana['runs']}, ± {ana['stddev_s']:.3f}) = {out['analyzer_mb_per_s']} MB/s; "
+          f"cat: {cat['median_s']:.3f} s; gcc -E of the same file: "
+          f"{pre['median_s']:.1f} s; analysis adds "
+          f"{out['analysis_over_preprocess']:.2%} to -E")
+    return 0
+
+
 def open_tree(case, kernel, prog):
     """(tree to build in, repo to resolve refs in, package label)."""
     work = work_dir()
@@ -608,17 +655,18 @@ def cmd_bisect(args):
         if not gb <= thr < bb:
             raise KexpandError(f"threshold {thr:,} bytes does not separate "
                                f"GOOD ({gb:,}) from BAD ({bb:,}) for {args.file}")
-        # bisect in a clone of our own: the tree measured (and the user's)
-        # keeps its HEAD and has no bisect state
+        # bisect in a bare clone of our own (--no-checkout: BISECT_HEAD is
+        # the commit to test): the tree measured, and the user's, keep
+        # their HEAD and have no bisect state
         bis = work / "bisect"
         shutil.rmtree(bis, ignore_errors=True)
-        series.run(["git", "clone", "-q", "--shared", "--no-checkout",
-                    str(tree), str(bis)], what="git clone --shared")
+        series.run(["git", "clone", "-q", "--bare", "--shared", str(tree),
+                    str(bis)], what="git clone --bare --shared")
         step = [sys.executable, str(Path(__file__).resolve()), "bisect-step",
                 "--case", case.name, "--tree", str(tree), "--file", args.file,
                 "--threshold", str(thr)]
         g = lambda *a: series.git(bis, *a)  # noqa: E731
-        g("bisect", "start", bad, good)
+        g("bisect", "start", "--no-checkout", bad, good)
         prog.say(f"git bisect run on {args.file}: good {args.good} "
                  f"({gb:,} B), bad {args.bad} ({bb:,} B), threshold {thr:,} B")
         p = series.run(["git", "-C", str(bis), "bisect", "run", *step],
@@ -626,7 +674,7 @@ def cmd_bisect(args):
         first = series.git(bis, "rev-parse", "-q", "--verify", "refs/bisect/bad",
                            check=False).stdout.strip()
         log_text = g("bisect", "log").stdout
-        g("bisect", "reset", "--quiet")
+        g("bisect", "reset")
         if p.returncode != 0 or not first:
             raise KexpandError(f"git bisect run failed:\n{p.stdout[-2000:]}",
                                "build")
@@ -665,7 +713,7 @@ def cmd_bisect_step(args):
     """`git bisect run` helper: exit 0 below the threshold, 1 above,
     125 when the file cannot be measured at this commit."""
     case = series.load_case(args.case)
-    commit = run(["git", "rev-parse", "HEAD"]).stdout.strip()
+    commit = run(["git", "rev-parse", "BISECT_HEAD"]).stdout.strip()
     tree = Path(args.tree)
     try:
         e = measure_one(case, tree, commit[:12], commit, args.file, Progress(1))
@@ -829,6 +877,11 @@ def main():
     p = sub.add_parser("boot", help="boot-check points in QEMU")
     p.add_argument("--case", default="minmax")
     p.add_argument("--points", default=os.environ.get("POINTS"))
+    p = sub.add_parser("analyzer-bench", help="kx-analyze throughput")
+    p.add_argument("--case", default="minmax")
+    p.add_argument("--point", default="laight-v4")
+    p.add_argument("--file", default="arch/x86/xen/setup.c")
+    p.add_argument("--runs", type=int, default=10)
     p = sub.add_parser("scan", help="scan every C file of the build")
     p.add_argument("--case", default="minmax")
     p.add_argument("--a", default=os.environ.get("A") or None)
@@ -861,6 +914,7 @@ def main():
     p.add_argument("--threshold", type=int, required=True)
     args = ap.parse_args()
     return {"prepare": cmd_prepare, "bench": cmd_bench, "boot": cmd_boot, "scan": cmd_scan,
+            "analyzer-bench": cmd_analyzer_bench,
             "compare": cmd_compare,
             "bisect": cmd_bisect, "bisect-step": cmd_bisect_step}[args.cmd](args)
 

@@ -355,3 +355,18 @@ def test_scan_ranks_growth_and_writes_focus_list(fake):
     rec = json.loads(recs[0].read_text())
     assert rec["n_files"] == 2 and rec["total_bytes"] > 0
     assert rec["overhead_ratio"] is not None and rec["build"]["from_clean"] is True
+
+
+def test_bisect_on_fake_tree(fake):
+    base, env = fake
+    p = kx(env, "bisect", "--case", "fake", "--file", "arch/x86/xen/setup.c",
+           "--good", "before", "--bad", "after")
+    assert p.returncode == 0, p.stderr
+    assert "first commit past" in p.stdout and "minmax: evaluate once" in p.stdout
+    assert "agrees with the per-commit measurements" in p.stdout
+    tree = base / "work/tree"
+    assert subprocess.run(["git", "-C", tree, "bisect", "log"],
+                          capture_output=True).returncode != 0
+    p = kx(env, "bisect", "--case", "fake", "--file", "arch/x86/xen/setup.c",
+           "--good", "before", "--bad", "after", "--threshold", "1")
+    assert p.returncode == 2 and "does not separate" in p.stderr
