@@ -714,6 +714,11 @@ def cmd_bisect_step(args):
     125 when the file cannot be measured at this commit."""
     case = series.load_case(args.case)
     commit = run(["git", "rev-parse", "BISECT_HEAD"]).stdout.strip()
+    # git bisect run exports GIT_DIR (of the bisect clone) to its command;
+    # the measuring happens in another repository
+    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX",
+                "GIT_COMMON_DIR"):
+        os.environ.pop(var, None)
     tree = Path(args.tree)
     try:
         e = measure_one(case, tree, commit[:12], commit, args.file, Progress(1))

@@ -18,6 +18,34 @@ REPO = Path(__file__).resolve().parent.parent
 FAKE = Path(__file__).parent / "fakelinux"
 PY = "/usr/bin/python3"
 
+COMMENT = '''From: A Developer <a@example.org>
+Date: Sun, 17 Sep 2023 08:00:00 +0000
+Subject: [PATCH] kernel.h: a comment
+
+---
+diff --git a/include/linux/kernel.h b/include/linux/kernel.h
+--- a/include/linux/kernel.h
++++ b/include/linux/kernel.h
+@@ -1,2 +1,3 @@
+ /* fakelinux */
++/* kernel */
+ #include <linux/minmax.h>
+'''
+
+COMMENT2 = '''From: A Developer <a@example.org>
+Date: Mon, 18 Sep 2023 09:00:00 +0000
+Subject: [PATCH] kconfig.h: a comment
+
+---
+diff --git a/include/linux/kconfig.h b/include/linux/kconfig.h
+--- a/include/linux/kconfig.h
++++ b/include/linux/kconfig.h
+@@ -1,2 +1,3 @@
+ /* fakelinux */
++/* a comment */
+ #define IS_ENABLED(x) 0
+'''
+
 BIGGER = '''From: A Developer <a@example.org>
 Date: Mon, 18 Sep 2023 08:16:30 +0000
 Subject: [PATCH] minmax: evaluate once
@@ -75,7 +103,7 @@ name = "before"
 patches = []
 [[point]]
 name = "after"
-patches = ["0001-bigger.patch"]
+patches = ["0000-comment.patch", "0001-bigger.patch", "0000-comment2.patch"]
 [[point]]
 name = "broken-build"
 parent = "after"
@@ -99,7 +127,8 @@ def fake(tmp_path):
         t.add(FAKE, arcname="linux-source-6.1")
     case = tmp_path / "cases" / "fake"
     (case / "patches").mkdir(parents=True)
-    for name, text in (("0001-bigger.patch", BIGGER), ("0002-break.patch", BREAK),
+    for name, text in (("0000-comment.patch", COMMENT), ("0000-comment2.patch", COMMENT2),
+                       ("0001-bigger.patch", BIGGER), ("0002-break.patch", BREAK),
                        ("0003-stale.patch", STALE)):
         (case / "patches" / name).write_text(text)
     (case / "series.toml").write_text(MANIFEST)

@@ -117,7 +117,7 @@ def test_unknown_point_is_user_error(env):
 def test_compare_series_points(env):
     base, e = env
     kx(e, "compare", "--a", "laight-v4", "--b", "torvalds-fixes",
-       "--files", "arch/x86/xen/setup.c", "--cc", "gcc", "--no-time", "--no-boot")
+       "--files", "arch/x86/xen/setup.c", "--cc", "gcc", "--no-time")
     out = base / "results/compare/laight-v4..torvalds-fixes"
     row = next(csv.DictReader(open(out / "compare.csv")))
     assert row["file"] == "arch/x86/xen/setup.c"
@@ -174,7 +174,7 @@ def test_compare_user_tree_is_left_alone(env):
     import trees
     before = trees.snapshot(user)
     p = kx(e, "compare", "--kernel", str(user), "--a", "HEAD~1", "--b", "HEAD",
-           "--files", "mm/compaction.c", "--cc", "gcc", "--no-time", "--no-boot")
+           "--files", "mm/compaction.c", "--cc", "gcc", "--no-time")
     assert "uncommitted changes" in p.stderr
     assert trees.snapshot(user) == before
     assert (user / "mm/compaction.c").read_text().startswith("/* uncommitted */")
@@ -194,9 +194,13 @@ def test_boot_packaged_point_in_qemu(env):
     assert row["status"] == "booted", p.stderr[-3000:]
     assert int(row["tests_passed"]) > 0 and row["tests_failed"] == "0"
     assert float(row["boot_s"]) > 0
-    rec = json.load(open(next((base / "results").glob("*/boot.json"))))
+    rec = next(b for b in (json.load(open(p)) for p in
+                           (base / "results").glob("*/boot.json"))
+               if b["point"] == "packaged")
     assert "-nic none" in rec["qemu_command"] and "-no-reboot" in rec["qemu_command"]
-    conf = json.load(open(next((base / "results").glob("*/conformance.json"))))
+    conf = next(c for c in (json.load(open(p)) for p in
+                            (base / "results").glob("*/conformance.json"))
+                if c["point"] == "packaged")
     assert conf["results"]["05-min-int-4u"]["verdict"] == "rejected"
     assert conf["results"]["04-min-uint-4"]["verdict"] == "accepted"
 
