@@ -298,6 +298,22 @@ def require_tools(compilers, timed, booting):
             raise missing_tool(tool)
 
 
+def write_series_index(case, commits, package, files, results):
+    """results/series-<case>.json: the points in order, the files."""
+    focus = [f for f, _ in case.focus]
+    index = {"case": case.name, "package": package,
+             "files": focus + [f for f in files if f not in focus],
+             "focus": dict(case.focus), "points": []}
+    for p in case.points:
+        if p.name in commits:
+            index["points"].append({
+                "name": p.name, "commit": commits[p.name],
+                "description": p.description, "parent": p.parent,
+                "control": p.control})
+    atomic_write_json(results / f"series-{case.name}.json", index)
+    return index
+
+
 def cmd_bench(args):
     case = series.load_case(args.case)
     names = select(split_list(args.points), case.names(), "point")
@@ -328,16 +344,7 @@ def cmd_bench(args):
                                            results, prog, package,
                                            timed=not args.no_time))
         conformance_points(case, tree, todo, results, prog)
-        index = {"case": case.name, "package": package,
-                 "files": focus + [f for f in files if f not in focus],
-                 "focus": dict(case.focus), "points": []}
-        for p in case.points:
-            if p.name in commits:
-                index["points"].append({
-                    "name": p.name, "commit": commits[p.name],
-                    "description": p.description, "parent": p.parent,
-                    "control": p.control})
-        atomic_write_json(results / f"series-{case.name}.json", index)
+        index = write_series_index(case, commits, package, files, results)
         records = res.load_records(results)
         rows = res.write_summary(results, index, records)
         res.write_boot_csv(results, index)
@@ -370,9 +377,11 @@ def cmd_boot(args):
         worst = 2 if len(todo) < len(names) else 0
         worst = max(worst, boot_points(case, tree, todo, results, prog))
         conformance_points(case, tree, todo, results, prog)
-        index = res.load_series(results, case.name)
-        if index:
-            res.write_boot_csv(results, index)
+        old = res.load_series(results, case.name)
+        index = write_series_index(
+            case, commits, f"{series.SOURCE_PACKAGE} {version}",
+            (old or {}).get("files", []), results)
+        res.write_boot_csv(results, index)
     return worst
 
 
