@@ -204,7 +204,10 @@ def pair_markdown(pair, rows):
            "median ± stddev of the file's exact `-c` command; *significant* "
            "means Welch's t-test on the raw samples gives p < 0.05 and the "
            "medians differ by more than the measured noise (the larger "
-           "relative standard deviation of A and B).", ""]
+           "relative standard deviation of A and B). A and B are timed at "
+           "different moments: on a shared machine a change of load between "
+           "them is not in the within-run noise, so treat a *significant* "
+           "time change with unchanged bytes with suspicion.", ""]
     for cc in pair["compilers"]:
         cr = [r for r in rows if r["compiler"] == cc]
         if not cr:
