@@ -454,7 +454,11 @@ def write_index(results):
                      f"</code>, {last['total_s']:.0f} s (" + ", ".join(
                          f"{html.escape(k)} {v:.0f} s" for k, v in last["split_s"].items())
                      + ")</p>")
-    plots = sorted((results / "plots").glob("*.png")) if (results / "plots").is_dir() else []
+    order = [m[0] for m in SERIES_METRICS] + ["scan-totals"]
+    rank = lambda p: (next((i for i, st in enumerate(order)  # noqa: E731
+                            if p.stem.startswith(st + "-")), len(order)), p.stem)
+    plots = sorted((results / "plots").glob("*.png"), key=rank) \
+        if (results / "plots").is_dir() else []
     if plots:
         parts.append("<h2>Series plots</h2>")
         for p in plots:

@@ -416,8 +416,14 @@ def scan_points(case, tree, todo, cc, results, prog):
             if not b.ok:
                 raise KexpandError(f"full build of {name} ({cc}) failed:\n"
                                    f"{b.log_tail}", "build")
+            known = {}
+            for f, _ in case.focus:
+                e = cache.get(cache.key(commit, cc, ccver, chash, f, "expand",
+                                        ANALYZER_VERSION))
+                if e:
+                    known[f] = e["analyze_seconds"]
             with SPLIT.timed("expansion"):
-                sc = scan.scan_build(tree, bdir, prog)
+                sc = scan.scan_build(tree, bdir, prog, known)
             sc["build"] = info
             cache.put(key, sc)
         scan.log_summary(sc, name)

@@ -8,7 +8,7 @@ from pathlib import Path
 from kxutil import atomic_write, atomic_write_json, read_json, log
 
 SCHEMA = 1
-OTHER_KINDS = ("kexpand.boot", "kexpand.conformance")
+OTHER_KINDS = ("kexpand.boot", "kexpand.conformance", "kexpand.scan")
 BOOT_COLUMNS = ["point", "commit", "status", "boot_s", "tests_passed",
                 "tests_failed", "tests_skipped", "class", "failures",
                 "kernel_build_s"]

@@ -71,8 +71,13 @@ def _one(bdir, rel, argv):
                  "seconds": round(secs, 4)}
 
 
-def scan_build(tree, bdir, progress=None):
+def scan_build(tree, bdir, progress=None, known_seconds=None):
+    """known_seconds: {file: seconds} from earlier measurements of this
+    commit; those files start first, longest first, so that one slow file
+    (setup.c's 30 s at laight-v4) does not run alone at the end."""
     entries = compile_commands(tree, bdir)
+    known = known_seconds or {}
+    entries.sort(key=lambda e: -known.get(e[0], 0.0))
     if not entries:
         raise KexpandError(f"no compiled C files found in {bdir}: build the "
                            "point first", "build")
