@@ -685,7 +685,7 @@ def cmd_bisect(args):
         prog.say(f"git bisect run on {args.file}: good {args.good} "
                  f"({gb:,} B), bad {args.bad} ({bb:,} B), threshold {thr:,} B")
         p = series.run(["git", "-C", str(bis), "bisect", "run", *step],
-                       check=False, env=dict(os.environ, KEXPAND_LOCK_HELD="1"))
+                       check=False)
         first = series.git(bis, "rev-parse", "-q", "--verify", "refs/bisect/bad",
                            check=False).stdout.strip()
         log_text = g("bisect", "log").stdout

@@ -227,18 +227,18 @@ def boot_point(tree, bdir, params, workdir, timeout=BOOT_TIMEOUT):
     t0 = time.monotonic()
     b = build_kernel(tree, bdir)
     res["kernel_build_s"] = round(time.monotonic() - t0, 1)
-    if not b.ok:
-        res.update(status="build-failure", **{"class": "build"},
-                   log_tail=b.log_tail, reached_init=False, boot_s=None,
-                   tests_passed=0, tests_failed=0, tests_skipped=0, failures=[])
+    def build_failed(tail):
+        res.update({"status": "build-failure", "class": "build",
+                    "log_tail": tail, "reached_init": False, "boot_s": None,
+                    "tests_passed": 0, "tests_failed": 0, "tests_skipped": 0,
+                    "failures": []})
         return res
+    if not b.ok:
+        return build_failed(b.log_tail)
     try:
         ko = build_module(tree, bdir, params)
     except KexpandError as e:
-        res.update(status="build-failure", **{"class": "build"},
-                   log_tail=str(e), reached_init=False, boot_s=None,
-                   tests_passed=0, tests_failed=0, tests_skipped=0, failures=[])
-        return res
+        return build_failed(str(e))
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     init = build_init(workdir)

@@ -24,7 +24,6 @@
 #include <unistd.h>
 
 #define MODULE "/minmax_kunit.ko"
-#define PARAMS_FILE "/params"
 #define SUITE "kexpand-minmax"
 
 static void finish(void)
@@ -36,34 +35,17 @@ static void finish(void)
 		pause();
 }
 
-static void read_params(char *buf, size_t len)
-{
-	int fd = open(PARAMS_FILE, O_RDONLY);
-	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : 0;
-
-	if (n < 0)
-		n = 0;
-	buf[n] = 0;
-	for (ssize_t i = 0; i < n; i++)
-		if (buf[i] == '\n')
-			buf[i] = ' ';
-	if (fd >= 0)
-		close(fd);
-}
-
 int main(void)
 {
 	struct utsname u;
-	char params[512];
 	static char log[1 << 20];
 
 	uname(&u);
 	printf("KEXPAND-INIT: reached /init, kernel %s\n", u.release);
 	fflush(stdout);
-	read_params(params, sizeof(params));
 
 	int fd = open(MODULE, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || syscall(SYS_finit_module, fd, params, 0) != 0) {
+	if (fd < 0 || syscall(SYS_finit_module, fd, "", 0) != 0) {
 		printf("KEXPAND-VERDICT: suite=%s pass=0 fail=0 skip=0 total=0 "
 		       "status=noload error=\"%s\"\n", SUITE, strerror(errno));
 		finish();

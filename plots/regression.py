@@ -21,6 +21,25 @@ def human_kb(v, _pos=None):
     return human_bytes(v * 1000)
 
 
+def _y_axis(ax, ylabel, log, formatter, ticks_125=False):
+    if log:
+        ax.set_yscale("log")
+        if ticks_125:
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+    if formatter:
+        ax.yaxis.set_major_formatter(FuncFormatter(formatter))
+    ax.set_ylabel(ylabel)
+
+
+def _save(fig, out_base):
+    """PNG and SVG side by side."""
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(f"{out_base}.{ext}", dpi=110)
+    plt.close(fig)
+
+
 def series_plot(points, lines, out_base, title, ylabel, log=True,
                 formatter=human_bytes, errs=None):
     """One line per file across the ordered series points.
@@ -40,21 +59,12 @@ def series_plot(points, lines, out_base, title, ylabel, log=True,
             ax.plot(xs, vs, marker=markers[i % len(markers)], label=label)
     ax.set_xticks(x)
     ax.set_xticklabels(points, rotation=15, ha="right")
-    if log:
-        ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_minor_formatter(NullFormatter())
-    if formatter:
-        ax.yaxis.set_major_formatter(FuncFormatter(formatter))
+    _y_axis(ax, ylabel, log, formatter, ticks_125=True)
     ax.set_xlabel("series point (in order)")
-    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.4)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(f"{out_base}.{ext}", dpi=110)
-    plt.close(fig)
+    _save(fig, out_base)
 
 
 def pair_bars(files, a_vals, b_vals, a_label, b_label, out_base, title,
@@ -69,19 +79,12 @@ def pair_bars(files, a_vals, b_vals, a_label, b_label, out_base, title,
            capsize=3, label=f"B: {b_label}")
     ax.set_xticks(x)
     ax.set_xticklabels(files, rotation=20, ha="right", fontsize=8)
-    if log:
-        ax.set_yscale("log")
-    if formatter:
-        ax.yaxis.set_major_formatter(FuncFormatter(formatter))
+    _y_axis(ax, ylabel, log, formatter)
     ax.set_xlabel("file")
-    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.grid(True, axis="y", alpha=0.4)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(f"{out_base}.{ext}", dpi=110)
-    plt.close(fig)
+    _save(fig, out_base)
 
 
 def growth_histogram(ratios, out_base, title):
@@ -99,10 +102,7 @@ def growth_histogram(ratios, out_base, title):
     ax.set_ylabel("number of files (log scale)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(f"{out_base}.{ext}", dpi=110)
-    plt.close(fig)
+    _save(fig, out_base)
 
 
 def totals_plot(points, totals, builds, clean, out_base, title):
@@ -124,7 +124,4 @@ def totals_plot(points, totals, builds, clean, out_base, title):
     a2.set_xticklabels(points, rotation=15, ha="right")
     a2.set_xlabel("series point (in order)")
     a1.set_title(title, fontsize=10)
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(f"{out_base}.{ext}", dpi=110)
-    plt.close(fig)
+    _save(fig, out_base)
