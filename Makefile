@@ -23,12 +23,17 @@ all: bench/kx-analyze
 bench/kx-analyze: bench/kx-analyze.c
 	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ $<
 
-deps-%:
-	@missing=$$(for p in $(PKGS_$*); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+# Explicit targets, not a pattern rule: make never searches implicit rules
+# for .PHONY targets, so a `deps-%` rule silently did nothing.
+deps-bench deps-test:
+	@missing=$$(for p in $(PKGS_$(@:deps-%=%)); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	missing=$$(echo $$missing); \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "kexpand: missing Debian packages: $$missing; install them with: sudo apt-get install $$missing" >&2; exit 5; fi; \
-	  echo "kexpand: installing $$missing"; \
-	  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null || exit 5; \
+	  echo "kexpand: installing Debian packages: $$missing" >&2; \
+	  apt-get update -q >/dev/null || { echo "kexpand: apt-get update failed; check the network or the apt sources" >&2; exit 5; }; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null || \
+	    { echo "kexpand: apt-get install $$missing failed" >&2; exit 5; }; \
 	fi
 
 # The whole story on the packaged tree: prepare the series points, measure
