@@ -2,21 +2,28 @@
 # See README.md. Python is Debian's (/usr/bin/python3) with Debian packages.
 PY      ?= /usr/bin/python3
 CC_HOST ?= gcc
-CASE    ?= minmax
 
 # Debian packages each target needs; installed when missing (as root), or
 # named in the error otherwise.
 PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev libc6-dev \
               qemu-system-x86 \
-              xz-utils git python3 python3-matplotlib clang lld llvm hyperfine time
+              xz-utils git python3 python3-matplotlib python3-markdown clang lld llvm \
+              hyperfine time
 PKGS_test  := $(PKGS_bench) python3-pytest chromium
 
 .PHONY: all bench bench-analyzer boot scan prepare plots compare bisect test unit-test clean deps-bench deps-test
 
-# CC=gcc|clang|both on the command line picks the compilers (make's own CC
-# default is ignored); FILES="a.c b.c" limits the files.
-CC_ARG  = $(if $(filter command line,$(origin CC)),--cc "$(CC)")
-OPT_ARGS = $(CC_ARG) $(if $(FILES),--files "$(FILES)") $(if $(KERNEL),--kernel "$(KERNEL)")
+# Every variable (A, B, FILES, KERNEL, ...) reaches the programs as
+# environment, never as shell text: make puts command-line variables into
+# the recipes' environment, and kbuild/settings.py reads and checks them.
+# CC=gcc|clang|both counts only on the command line (make's own CC default
+# and a CC in the environment are ignored).
+export KX_CC := $(if $(filter command line,$(origin CC)),$(CC))
+
+# Run a measuring command, then draw the reports (also after build or boot
+# failures, which are data); exit with the measuring command's code.
+measure = rc=0; $(PY) bench/kexpand.py $(1) || rc=$$?; \
+	case $$rc in 0|3|4) $(PY) compare.py $(2) || exit $$?;; esac; exit $$rc
 
 all: bench/kx-analyze
 
@@ -36,43 +43,37 @@ deps-bench deps-test:
 	    { echo "kexpand: apt-get install $$missing failed" >&2; exit 5; }; \
 	fi
 
-# The whole story on the packaged tree: prepare the series points, measure
-# every point and focus file, write results/ and the plots.
+# The whole story on the packaged tree: prepare the series points, boot and
+# measure every point and focus file, write results/ and the plots.
 bench: deps-bench bench/kx-analyze
-	$(PY) bench/kexpand.py bench --case $(CASE) $(CC_ARG) $(if $(FILES),--files "$(FILES)")
-	$(PY) compare.py --case $(CASE)
+	@$(call measure,bench,)
 
 prepare: deps-bench
-	$(PY) bench/kexpand.py prepare --case $(CASE)
+	$(PY) bench/kexpand.py prepare
 
 plots:
-	$(PY) compare.py --case $(CASE)
+	$(PY) compare.py
 
 # Boot-check points (POINTS="a b", default all) in QEMU + conformance matrix.
 boot: deps-bench bench/kx-analyze
-	$(PY) bench/kexpand.py boot --case $(CASE)
-	$(PY) compare.py --case $(CASE)
+	@$(call measure,boot,)
 
 # Scan every C file the build compiled: all points, or rank A..B by growth
 # (WRITE_FOCUS=path writes the top files as a focus-file list).
 scan: deps-bench bench/kx-analyze
-	$(PY) bench/kexpand.py scan --case $(CASE) $(if $(A),--a "$(A)") $(if $(B),--b "$(B)") \
-	  $(if $(WRITE_FOCUS),--write-focus "$(WRITE_FOCUS)") $(if $(KERNEL),--kernel "$(KERNEL)") \
-	  $(if $(filter command line,$(origin CC)),--cc "$(CC)")
-	$(PY) compare.py --case $(CASE)
+	@$(call measure,scan,$(if $(A),--scan,--index))
 
 # Throughput of the C analyzer, and its cost relative to gcc -E (setup.c, laight-v4).
 bench-analyzer: deps-bench bench/kx-analyze
-	$(PY) bench/kexpand.py analyzer-bench --case $(CASE)
+	$(PY) bench/kexpand.py analyzer-bench
 
 # Compare two commits: series tags, or any commit-ish of KERNEL=<git tree>.
 compare: deps-bench bench/kx-analyze
-	$(PY) bench/kexpand.py compare --case $(CASE) --a "$(A)" --b "$(B)" $(OPT_ARGS)
+	@$(call measure,compare,--compare)
 
 # First commit between GOOD and BAD that pushes FILE's expansion past THRESHOLD.
 bisect: deps-bench bench/kx-analyze
-	$(PY) bench/kexpand.py bisect --case $(CASE) --file "$(FILE)" --good "$(GOOD)" \
-	  --bad "$(BAD)" $(if $(THRESHOLD),--threshold "$(THRESHOLD)") $(if $(KERNEL),--kernel "$(KERNEL)")
+	@$(call measure,bisect,--index)
 
 unit-test: deps-test bench/kx-analyze
 	$(PY) -m pytest -q tests -m "not integration"
@@ -82,4 +83,4 @@ test: deps-test bench/kx-analyze
 
 clean:
 	rm -f bench/kx-analyze
-	rm -rf tests/__pycache__ bench/__pycache__ kernel-build/__pycache__ plots/__pycache__ .pytest_cache
+	rm -rf tests/__pycache__ bench/__pycache__ kernel-build/kbuild/__pycache__ plots/__pycache__ .pytest_cache

@@ -1,11 +1,20 @@
-"""The results/ directory: one JSON record per (commit, compiler), the series
-index, and the flat summary.csv. Field-by-field documentation: README.md,
+"""The results/ directory, the contract between measuring (bench/) and
+reporting (compare.py): one JSON record per (commit, compiler) and kind,
+the series index, and the flat summary.csv. Every record is checked
+against its documented shape when read; a bad one is reported once and
+skipped, never copied forward. Field-by-field documentation: README.md,
 "Results"."""
 import csv
+import datetime
+import hashlib
 import io
+import platform
 from pathlib import Path
 
-from kxutil import atomic_write, atomic_write_json, read_json, log
+# compare.py reads results/ through this module only; these helpers are
+# its share of kbuild.util (it imports nothing from kernel-build/ itself).
+from kbuild.util import (KexpandError, atomic_write, atomic_write_json,  # noqa: F401
+                         log, main_wrapper, read_json)
 
 SCHEMA = 1
 OTHER_KINDS = ("kexpand.boot", "kexpand.conformance", "kexpand.scan")
@@ -17,6 +26,73 @@ SUMMARY_COLUMNS = ["point", "commit", "compiler", "file", "status",
                    "code_bytes", "hot_line", "hot_line_bytes",
                    "e_time_median_s", "e_time_stddev_s", "c_time_median_s",
                    "c_time_stddev_s", "peak_rss_kb", "e_runs", "c_runs"]
+
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def header(kind, case, point, commit, compiler, compiler_version, config_hash):
+    """The fields every record starts with, whatever its kind."""
+    return {"schema": SCHEMA, "kind": kind, "case": case, "point": point,
+            "commit": commit, "compiler": compiler,
+            "compiler_version": compiler_version, "config_hash": config_hash,
+            "cpu": cpu_model(), "host": platform.node(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds")}
+
+
+TIMING_FIELDS = {"median_s": float, "stddev_s": float, "runs": int}
+
+
+def timing_ok(t):
+    return isinstance(t, dict) and all(
+        isinstance(t.get(k), (int, float)) for k in TIMING_FIELDS) and \
+        isinstance((t.get("hyperfine") or {}).get("times"), list)
+
+
+def entry_ok(e):
+    """A file entry of an expansion record is well formed: a failure with
+    its status, or "ok" with integer bytes and, if timed, full timings."""
+    if not isinstance(e, dict) or not isinstance(e.get("status"), str):
+        return False
+    if e["status"] != "ok":
+        return True
+    if not all(isinstance(e.get(k), int) for k in ("expanded_bytes", "lines",
+                                                   "longest_line_bytes")):
+        return False
+    if not isinstance(e.get("hot_lines", []), list):
+        return False
+    return all(timing_ok(e[k]) for k in ("time_E", "time_c") if e.get(k) is not None)
+
+
+def record_ok(rec):
+    return isinstance(rec, dict) and rec.get("kind") == "kexpand.expansion" \
+        and all(isinstance(rec.get(k), str) for k in ("commit", "compiler")) \
+        and isinstance(rec.get("files"), dict) \
+        and all(entry_ok(e) for e in rec["files"].values())
+
+
+def safe_name(ref):
+    """A directory name for a ref. Characters other than [A-Za-z0-9-_.+]
+    become '_', and when that changed anything a short hash of the ref is
+    appended, so two different refs never share a directory."""
+    s = "".join(c if c.isalnum() and c.isascii() or c in "-_.+" else "_"
+                for c in ref)
+    if s != ref or s.startswith("."):
+        s = f"{s.lstrip('.')}-{hashlib.sha256(ref.encode()).hexdigest()[:6]}"
+    return s
+
+
+def pair_dir(results, kind, a, b):
+    """results/<kind>/<A>..<B>: where compare, scan and bisect write."""
+    return Path(results) / kind / f"{safe_name(a)}..{safe_name(b)}"
 
 
 def record_path(results, commit, compiler):
@@ -32,7 +108,7 @@ def merge_record(results, rec):
     record of the same (commit, compiler, compiler version, config)."""
     p = record_path(results, rec["commit"], rec["compiler"])
     old = read_json(p) if p.exists() else None
-    if isinstance(old, dict) and isinstance(old.get("files"), dict) and all(
+    if record_ok(old) and all(
             old.get(k) == rec[k] for k in ("compiler_version", "config_hash")):
         files = dict(old["files"])
         files.update(rec["files"])
@@ -50,15 +126,15 @@ def load_records(results):
             continue
         if isinstance(rec, dict) and rec.get("kind") in OTHER_KINDS:
             continue
-        if not isinstance(rec, dict) or rec.get("kind") != "kexpand.expansion" \
-                or not isinstance(rec.get("files"), dict):
-            log(f"warning: skipping {p}: not a kexpand expansion record")
+        if not record_ok(rec):
+            log(f"warning: skipping {p}: not a well-formed kexpand expansion "
+                "record (see README, Results)")
             continue
         out.append(rec)
     return out
 
 
-def load_series(results, case="minmax"):
+def load_series(results, case):
     p = Path(results) / f"series-{case}.json"
     return read_json(p) if p.exists() else None
 
@@ -112,7 +188,8 @@ def load_kind(results, kind, name):
     out = {}
     for p in sorted(Path(results).glob(f"*/{name}.json")):
         rec = read_json(p)
-        if isinstance(rec, dict) and rec.get("kind") == kind:
+        if isinstance(rec, dict) and rec.get("kind") == kind and \
+                isinstance(rec.get("commit"), str):
             out[rec["commit"]] = rec
         elif rec is not None:
             log(f"warning: skipping {p}: not a {kind} record")

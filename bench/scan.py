@@ -1,18 +1,22 @@
-"""Scan every C file a point's build compiled: its exact command, -E through
-the analyzer, all cores. Bytes, not timings, so running files in parallel
-is fine."""
+"""make scan: every C file a point's full build compiled, its exact command,
+-E through the analyzer, on all cores (bytes, not timings, so files run in
+parallel). With A and B: results/scan/<A>..<B>/ranking.csv and pair.json;
+compare.py draws ranking.md and the growth plot from them."""
+import csv
+import io
 import json
 import shlex
 import statistics
-import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import kbuild
-from kxutil import KexpandError, jobs, log, run
+from kbuild import build, series, trees
+from kbuild.util import KexpandError, atomic_write, atomic_write_json, log, run, work_lock
 
-ANALYZER = Path(__file__).resolve().parent / "kx-analyze"
+from . import engine, results
+from .points import open_tree, pair_dir, select
 
 
 def compile_commands(tree, bdir):
@@ -29,7 +33,7 @@ def compile_commands(tree, bdir):
             obj = cmd.relative_to(bdir).with_name(cmd.name[1:-4])
             src = str(obj)[:-2] + ".c"
             try:
-                argv = kbuild.compile_command(bdir, src)
+                argv = build.compile_command(bdir, src)
             except KexpandError:
                 continue
             entries.append({"directory": str(bdir), "file": str(tree / src),
@@ -51,27 +55,25 @@ def compile_commands(tree, bdir):
 
 
 def _one(bdir, rel, argv):
-    cmd = kbuild.preprocess_command(argv)
+    """One file through the analyzer (the engine's pipe); a file that does
+    not preprocess is recorded as an error, not a failed scan."""
     t0 = time.monotonic()
-    pre = subprocess.Popen(cmd, cwd=bdir, stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL)
-    ana = subprocess.run([str(ANALYZER), "-n", "1"], stdin=pre.stdout,
-                         capture_output=True)
-    pre.stdout.close()
-    pre.wait()
+    try:
+        a, _ = engine.analyze(build.preprocess_command(argv), bdir, top=1)
+    except KexpandError as e:
+        if e.klass == "infra":
+            raise
+        return rel, {"status": "error", "seconds": round(time.monotonic() - t0, 4)}
     secs = time.monotonic() - t0
-    if pre.returncode != 0 or ana.returncode != 0:
-        return rel, {"status": "error", "seconds": round(secs, 4)}
-    a = json.loads(ana.stdout)
     hot = a["top"][0] if a["top"] else None
     return rel, {"status": "ok", "bytes": a["bytes"], "lines": a["lines"],
                  "longest_line_bytes": a["longest_line_bytes"],
-                 "hot": {"at": f"{hot['file'].removeprefix('../')}:{hot['line']}",
+                 "hot": {"at": f"{engine.tree_path(hot['file'])}:{hot['line']}",
                          "bytes": hot["bytes"]} if hot else None,
                  "seconds": round(secs, 4)}
 
 
-def scan_build(tree, bdir, progress=None, known_seconds=None):
+def scan_build(tree, bdir, workers, progress=None, known_seconds=None):
     """known_seconds: {file: seconds} from earlier measurements of this
     commit; those files start first, longest first, so that one slow file
     (setup.c's 30 s at laight-v4) does not run alone at the end."""
@@ -82,16 +84,19 @@ def scan_build(tree, bdir, progress=None, known_seconds=None):
         raise KexpandError(f"no compiled C files found in {bdir}: build the "
                            "point first", "build")
     n = len(entries)
-    workers = jobs()
     if progress:
         progress.say(f"  scanning {n} C files with {workers} workers")
     t0 = time.monotonic()
     files = {}
-    with ThreadPoolExecutor(max_workers=workers) as ex:
+    ex = ThreadPoolExecutor(max_workers=workers)
+    try:
         for i, (rel, res) in enumerate(ex.map(lambda e: _one(bdir, *e), entries)):
             files[rel] = res
             if progress and (i + 1) % 200 == 0:
                 progress.say(f"  scanned {i + 1}/{n}")
+    finally:
+        # on an interrupt, start nothing new (the running pipes end with it)
+        ex.shutdown(wait=True, cancel_futures=True)
     wall = time.monotonic() - t0
     ok = [v for v in files.values() if v["status"] == "ok"]
     med = statistics.median(v["seconds"] for v in files.values())
@@ -124,3 +129,90 @@ def log_summary(scan, name):
     log(f"scan {name}: {scan['n_files']} files, {scan['total_bytes']:,} bytes, "
         f"{scan['scan_seconds']}s (ideal {scan['ideal_seconds']}s, ratio "
         f"{scan['overhead_ratio']})")
+
+
+def scan_points(req, case, tree, todo, cc):
+    """Scan every C file of each point's full build; cached per commit."""
+    cache = engine.Cache(req.work)
+    config = engine.case_config(req, case)
+    chash, ccver = config.hash(), build.compiler_version(cc)
+    out = {}
+    for name, commit in todo:
+        key = cache.scan_key(commit, cc, ccver, chash)
+        sc = cache.get(key)
+        req.progress.step(f"scan {name} / {cc}" + (" (cached)" if sc else ""))
+        if sc is None:
+            series.checkout(tree, commit)
+            bdir = build.build_dir(tree, commit, cc)
+            build.configure(tree, bdir, cc, config)
+            with req.split.timed("builds"):
+                b = build.build_kernel(tree, bdir, cc, req.jobs)
+            if not b.ok:
+                raise KexpandError(f"full build of {name} ({cc}) failed:\n"
+                                   f"{b.log_tail}", "build")
+            known = {}
+            for f, _ in case.focus:
+                e = cache.get(cache.expand_key(commit, cc, ccver, chash, f))
+                if e and isinstance(e.get("analyze_seconds"), (int, float)):
+                    known[f] = e["analyze_seconds"]
+            with req.split.timed("expansion"):
+                sc = scan_build(tree, bdir, req.jobs, req.progress, known)
+            sc["build"] = b.info
+            cache.put(key, sc)
+        log_summary(sc, name)
+        rec = dict(sc, **results.header("kexpand.scan", case.name, name, commit,
+                                        cc, ccver, chash))
+        atomic_write_json(results.record_path(req.results, commit, cc).with_name(
+            f"scan-{cc}.json"), rec)
+        out[name] = rec
+    return out
+
+
+RANKING_COLUMNS = ["file", "bytes_a", "bytes_b", "growth_bytes", "growth_ratio"]
+
+
+def cmd_scan(req, case):
+    """make scan [A= B=]: scan points; with A and B, rank files by growth."""
+    if bool(req.a) != bool(req.b):
+        raise KexpandError("give both refs: make scan A=<ref> B=<ref> (or "
+                           "neither, to scan every point)")
+    cc = req.compilers[0] if req.compilers_given else "gcc"
+    with work_lock(req.work):
+        tree, repo, package = open_tree(req, case)
+        if req.a:
+            todo = [(req.a, trees.resolve(repo, req.a)),
+                    (req.b, trees.resolve(repo, req.b))]
+        else:
+            todo = [(n, trees.resolve(repo, n))
+                    for n in select(req.points, case.names(), "point")]
+        req.progress.total = len(todo)
+        scans = scan_points(req, case, tree, todo, cc)
+        if not req.a:
+            return 0
+        rows = ranking(scans[req.a], scans[req.b])
+        out = pair_dir(req, "scan", req.a, req.b)
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=RANKING_COLUMNS, lineterminator="\n",
+                           extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+        atomic_write(out / "ranking.csv", buf.getvalue())
+        atomic_write_json(out / "pair.json", {
+            "a": {"ref": req.a, "commit": todo[0][1]},
+            "b": {"ref": req.b, "commit": todo[1][1]}, "compiler": cc,
+            "package": package, "top": req.top, "focus": [f for f, _ in case.focus],
+            "command": shlex.join(sys.argv)})
+        if req.write_focus:
+            write_focus_list(req, rows, cc)
+    print(out)
+    return 0
+
+
+def write_focus_list(req, rows, cc):
+    lines = [f"# Top {req.top} files by expansion growth, {req.a} -> {req.b} "
+             f"({cc}), written by make scan"]
+    for r in rows[:req.top]:
+        lines.append(f"{r['file']:40} # +{r['growth_bytes']:,} bytes "
+                     f"({r['growth_ratio']}x)")
+    atomic_write(Path(req.write_focus).expanduser(), "\n".join(lines) + "\n")
+    log(f"wrote focus list {req.write_focus}")

@@ -11,23 +11,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from kxutil import KexpandError, run, log
+from kbuild.util import KexpandError, run
 
 GNU_TIME = "/usr/bin/time"
 OUTLIER_Z = 14.0      # hyperfine's threshold on the modified Z-score
 
 
 def choose_runs(estimate_s, override=None):
-    """Timed runs per command. RUNS= overrides; otherwise fewer runs for
-    slow commands so that a whole `make bench` stays under an hour here."""
+    """Timed runs per command. RUNS= (validated up front) overrides;
+    otherwise fewer runs for slow commands so that a whole `make bench`
+    stays under an hour here."""
     if override:
-        try:
-            n = int(override)
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise KexpandError(f"RUNS={override}: give a whole number >= 1")
-        return n
+        return override
     if estimate_s < 2:
         return 5
     if estimate_s < 15:
@@ -93,9 +88,3 @@ def hyperfine(argv, cwd, runs, warmup=1, timeout=None):
             "wall_s": round(time.monotonic() - t0, 3),
             "hyperfine": hf,
         }
-
-
-def scratch_object_dir(work):
-    d = Path(work) / "scratch"
-    d.mkdir(parents=True, exist_ok=True)
-    return d

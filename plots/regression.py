@@ -1,4 +1,6 @@
 """Plotting functions only: each takes data, returns nothing, writes files."""
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -33,7 +35,8 @@ def _y_axis(ax, ylabel, log, formatter, ticks_125=False):
 
 
 def _save(fig, out_base):
-    """PNG and SVG side by side."""
+    """PNG and SVG side by side (the directory is made if missing)."""
+    Path(out_base).parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     for ext in ("png", "svg"):
         fig.savefig(f"{out_base}.{ext}", dpi=110)

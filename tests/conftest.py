@@ -2,7 +2,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO / "bench"), str(REPO / "kernel-build"), str(REPO / "plots")]
+# the same two entries as the entry points (bench/kexpand.py, compare.py)
+sys.path[:0] = [str(REPO), str(REPO / "kernel-build")]
 
 
 def pytest_configure(config):

@@ -168,10 +168,7 @@ def test_compare_user_tree_is_left_alone(env):
       "pageblock_order through min_t() again")
     (user / "mm/compaction.c").write_text("/* uncommitted */\n" +
                                           (user / "mm/compaction.c").read_text())
-    sys_path = __import__("sys").path
-    sys_path.insert(0, str(REPO / "kernel-build"))
-    sys_path.insert(0, str(REPO / "bench"))
-    import trees
+    from kbuild import trees
     before = trees.snapshot(user)
     p = kx(e, "compare", "--kernel", str(user), "--a", "HEAD~1", "--b", "HEAD",
            "--files", "mm/compaction.c", "--cc", "gcc", "--no-time")
@@ -204,9 +201,7 @@ def test_boot_packaged_point_in_qemu(env):
     assert conf["results"]["05-min-int-4u"]["verdict"] == "rejected"
     assert conf["results"]["04-min-uint-4"]["verdict"] == "accepted"
 
-    import sys
-    sys.path[:0] = [str(REPO / "kernel-build"), str(REPO / "bench")]
-    import boot
+    from kbuild import boot
     bz = next((base / "work/tree").glob("kb-*-gcc/arch/x86/boot/bzImage"))
     init = base / "hang-init"
     subprocess.run(["gcc", "-static", "-Os", "-o", init,

@@ -26,7 +26,7 @@ def test_page_renders_with_all_images(tmp_path):
                     "--results", str(results)], check=True, capture_output=True)
     out = tr.write_pair(results, [30.1, 31.0, 29.5], [0.61, 0.60, 0.62])
     compare.write_pair_report(results, out)
-    page = compare.write_index(results)
+    page = compare.page.write_index(results, compare.PLOT_ORDER)
     profile = tmp_path / "profile"
     dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}",
                           "--dump-dom", page.as_uri()], capture_output=True,

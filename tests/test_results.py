@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import results as res
-from kxutil import atomic_write_json
+from bench import results as res
+from kbuild.util import atomic_write_json
 
 REPO = Path(__file__).resolve().parent.parent
 FILES = ["arch/x86/xen/setup.c", "mm/compaction.c"]
@@ -20,7 +20,7 @@ POINTS = [("pre-6.7", "a" * 40, {FILES[0]: 2_900_000, FILES[1]: 2_600_000}),
 
 def entry(b):
     if b is None:
-        return {"status": "build-failed", "log_tail": "error: oops"}
+        return {"status": "build-failure", "log_tail": "error: oops"}
     return {"status": "ok", "expanded_bytes": b, "lines": b // 50,
             "longest_line_bytes": b // 2, "code_bytes": b - 10,
             "hot_lines": [{"at": "arch/x86/xen/setup.c:796", "bytes": b // 2,
@@ -50,7 +50,7 @@ def results(tmp_path):
 
 
 def test_summary_columns_and_order(results):
-    index = res.load_series(results)
+    index = res.load_series(results, "minmax")
     rows = res.write_summary(results, index, res.load_records(results))
     with open(results / "summary.csv") as f:
         reader = csv.DictReader(f)
@@ -64,7 +64,7 @@ def test_summary_columns_and_order(results):
         (p, f) for p, _, sz in POINTS for f in FILES]
     assert got[2]["expanded_bytes"] == "50700000"
     assert got[2]["commit"] == "b" * 12
-    assert got[5]["status"] == "build-failed" and got[5]["expanded_bytes"] == ""
+    assert got[5]["status"] == "build-failure" and got[5]["expanded_bytes"] == ""
     assert len(rows) == 6
 
 
@@ -90,7 +90,7 @@ def test_compare_writes_plots_and_table(results):
     md = (results / "expansion.md").read_text()
     assert "| file | pre-6.7 | laight-v4 | torvalds-fixes |" in md
     assert "| arch/x86/xen/setup.c | 2,900,000 | 50,700,000 | 2,950,000 |" in md
-    assert "| mm/compaction.c | 2,600,000 | 3,700,000 | build-failed |" in md
+    assert "| mm/compaction.c | 2,600,000 | 3,700,000 | build-failure |" in md
     assert "arch/x86/xen/setup.c:796" in md
 
 
@@ -103,7 +103,7 @@ def test_compare_without_results_is_a_clear_error(tmp_path):
 
 
 def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
-    from kxutil import KexpandError, atomic_write
+    from kbuild.util import KexpandError, atomic_write
     target = tmp_path / "r.json"
     atomic_write(target, "old\n")
 
@@ -173,7 +173,7 @@ def test_pair_report_noise_is_not_a_difference(results):
 
 
 def test_welch_matches_reference_values():
-    import stats
+    from bench import stats
     t, df, p = stats.welch([1, 2, 3, 4], [2, 3, 4, 5])
     assert abs(t - 1.0954451) < 1e-6 and abs(df - 6.0) < 1e-9
     assert abs(p - 0.3153336) < 1e-6          # scipy.stats.ttest_ind(equal_var=False)
@@ -187,7 +187,7 @@ def test_index_page_links_every_plot(results):
                     "--results", str(results)], check=True, capture_output=True)
     out = write_pair(results, [30.1, 31.0, 29.5], [0.61, 0.60, 0.62])
     compare.write_pair_report(results, out)
-    page = compare.write_index(results).read_text()
+    page = compare.page.write_index(results, compare.PLOT_ORDER).read_text()
     imgs = re.findall(r'<img src="([^"]+)"', page)
     assert "plots/expansion-gcc.png" in imgs
     assert "compare/laight-v4..torvalds-fixes/bytes-gcc.png" in imgs

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-import kbuild
-import series
-from kxutil import KexpandError
+from kbuild import build
+from kbuild import series
+from kbuild.util import KexpandError
 
 REPO = Path(__file__).resolve().parent.parent
+TARBALL = "linux-source-6.1.tar.xz"
 
 MINMAX_V0 = "#define min(x, y) ((x) < (y) ? (x) : (y))\n" + "".join(
     f"/* line {i} */\n" for i in range(2, 30))
@@ -68,7 +69,6 @@ def fake(tmp_path, monkeypatch):
         "Makefile": "VERSION = 6\n", ".gitignore": "/*\n!/debian/\n",
         "include/linux/minmax.h": MINMAX_V0,
     })
-    monkeypatch.setattr(series, "TARBALL", tarball)
     monkeypatch.setattr(series, "package_version", lambda: "6.1.999-1")
     case = tmp_path / "cases" / "fake"
     (case / "patches").mkdir(parents=True)
@@ -117,7 +117,7 @@ def test_parse_commit_dump():
 
 
 def test_parse_every_case_patch():
-    case = series.load_case("minmax")
+    case = series.load_case("minmax", REPO / "cases")
     for p in case.points:
         for f in p.patches:
             m = series.parse_patch((case.dir / "patches" / f).read_text())
@@ -125,7 +125,7 @@ def test_parse_every_case_patch():
 
 
 def test_minmax_manifest():
-    case = series.load_case("minmax")
+    case = series.load_case("minmax", REPO / "cases")
     assert case.names()[:2] == ["pre-6.7", "laight-v4"]
     assert case.names()[-1] == "packaged"
     tf = case.point("torvalds-fixes")
@@ -140,13 +140,13 @@ def test_minmax_manifest():
 
 def test_unknown_case_lists_known():
     with pytest.raises(KexpandError, match="unknown case 'nope'.*minmax"):
-        series.load_case("nope")
+        series.load_case("nope", REPO / "cases")
 
 
 def test_prepare_tags_commits_and_reports_bad_patch(fake):
-    case = series.load_case("fake", cases=fake / "cases")
+    case = series.load_case("fake", fake / "cases")
     work = fake / "work"
-    commits, failures, version = series.prepare(case, work)
+    commits, failures, version = series.prepare(case, work, fake / TARBALL)
     tree = work / "tree"
     assert version == "6.1.999-1"
     assert set(commits) == {"packaged", "one", "two"}
@@ -169,26 +169,24 @@ def test_prepare_tags_commits_and_reports_bad_patch(fake):
                                 "A Developer|minmax: first",
                                 "kexpand|linux-source-6.1 6.1.999-1 as packaged"]
     # same inputs, same commit ids: prepare again from scratch
-    commits2, _, _ = series.prepare(case, fake / "work2")
+    commits2, _, _ = series.prepare(case, fake / "work2", fake / TARBALL)
     assert commits2 == commits
     # and a second call on the same work dir is a no-op returning the same
-    assert series.prepare(case, work)[0] == commits
+    assert series.prepare(case, work, fake / TARBALL)[0] == commits
 
 
 def test_checkout_refuses_dirty_tree(fake):
-    case = series.load_case("fake", cases=fake / "cases")
-    commits, _, _ = series.prepare(case, fake / "work")
+    case = series.load_case("fake", fake / "cases")
+    commits, _, _ = series.prepare(case, fake / "work", fake / TARBALL)
     tree = fake / "work" / "tree"
     (tree / "include/linux/minmax.h").write_text("local edit\n")
     with pytest.raises(KexpandError, match="uncommitted changes"):
         series.checkout(tree, commits["one"])
 
 
-def test_missing_tarball_names_package(tmp_path, monkeypatch):
-    monkeypatch.setattr(series, "TARBALL", tmp_path / "none.tar.xz")
-    monkeypatch.setattr(series.os, "geteuid", lambda: 1000)
+def test_missing_tarball_names_package(tmp_path):
     with pytest.raises(KexpandError, match="apt-get install linux-source-6.1"):
-        series.ensure_tarball()
+        series.unpack_base(tmp_path / "tree", tmp_path / "none.tar.xz")
 
 
 # --- Kbuild commands ----------------------------------------------------------
@@ -198,31 +196,31 @@ def test_compile_command_from_cmd_file(tmp_path):
     (b / "arch/x86/xen").mkdir(parents=True)
     (b / "arch/x86/xen/.setup.o.cmd").write_text(
         (Path(__file__).parent / "data/kbuild/setup.o.cmd").read_text())
-    argv = kbuild.compile_command(b, "arch/x86/xen/setup.c")
+    argv = build.compile_command(b, "arch/x86/xen/setup.c")
     assert argv[0] == "gcc" and argv[-1] == "../arch/x86/xen/setup.c"
     assert "objtool" not in " ".join(argv)       # the ';' post-step is dropped
     assert "-DKBUILD_MODFILE=\"arch/x86/xen/setup\"" in argv
-    pre = kbuild.preprocess_command(argv)
+    pre = build.preprocess_command(argv)
     assert pre[-4:] == ["-E", "-o", "-", "../arch/x86/xen/setup.c"]
     assert "-c" not in pre and not any(a.startswith("-Wp,-MMD") for a in pre)
     assert pre.count("-o") == 1
     with pytest.raises(KexpandError, match="was not compiled"):
-        kbuild.compile_command(b, "mm/compaction.c")
+        build.compile_command(b, "mm/compaction.c")
 
 
 def test_fragment_options():
-    opts = kbuild.fragment_options(REPO / "cases/minmax/config.fragment")
+    opts = build.fragment_options(REPO / "cases/minmax/config.fragment")
     assert opts["CONFIG_XEN_PV"] == "y" and opts["CONFIG_COMPACTION"] == "y"
     assert opts["CONFIG_HUGETLB_PAGE"] == "y"
 
 
 def test_unknown_compiler():
     with pytest.raises(KexpandError, match="unknown compiler 'icc'"):
-        kbuild.make_args("icc")
+        build.make_args("icc")
 
 
 def test_kernel_must_be_a_kernel_git_tree(tmp_path):
-    import trees
+    from kbuild import trees
     with pytest.raises(KexpandError, match="no such directory"):
         trees.check_user_tree(tmp_path / "none")
     with pytest.raises(KexpandError, match="is not a git tree"):
@@ -239,9 +237,12 @@ def test_kernel_must_be_a_kernel_git_tree(tmp_path):
 
 
 def test_threshold_parsing():
-    import kexpand
-    assert kexpand.parse_threshold("20MB", 1) == 20_000_000
-    assert kexpand.parse_threshold("2x", 4_000_000) == 8_000_000
-    assert kexpand.parse_threshold("12345", 1) == 12345
-    with pytest.raises(KexpandError, match="THRESHOLD=lots"):
-        kexpand.parse_threshold("lots", 1)
+    from bench.bisection import threshold_bytes
+    from kbuild.settings import parse_threshold
+    assert threshold_bytes("20MB", 1, 2) == 20_000_000
+    assert threshold_bytes("2x", 4_000_000, 9_000_000) == 8_000_000
+    assert threshold_bytes("12345", 1, 2) == 12345
+    assert threshold_bytes(None, 100, 400) == 200       # geometric mean
+    for bad in ("lots", "infx", "nan", "-5", "0", "1e999", "", "2xx", "5 MB MB"):
+        with pytest.raises(KexpandError, match="THRESHOLD="):
+            parse_threshold(bad)

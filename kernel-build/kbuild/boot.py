@@ -6,25 +6,21 @@ the console log (KTAP + the /init verdict line).
 Nothing is ever loaded into the host's kernel: the module is only built
 here and loaded by /init inside QEMU."""
 import hashlib
-import os
 import re
 import shlex
 import shutil
-import signal
-import stat
 import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import kbuild
-from kxutil import KexpandError, jobs, log, run
+from . import build
+from .util import KexpandError, kill_group, log, run, spawn
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent       # kernel-build/
 MODULE_SRC = HERE / "minmax-test"
 INIT_SRC = HERE / "init.c"
-BOOT_TIMEOUT = int(os.environ.get("BOOT_TIMEOUT") or 180)
 QEMU = "qemu-system-x86_64"
 
 # status values (results/boot.csv), each with its failure class
@@ -57,13 +53,7 @@ def qemu_version():
     return p.stdout.splitlines()[0]
 
 
-def build_kernel(tree, bdir):
-    """bzImage plus what external modules need (modules_prepare)."""
-    return kbuild.build(tree, bdir, "gcc", ["bzImage", "modules_prepare"],
-                        keep_going=False)
-
-
-def build_module(tree, bdir, promises=""):
+def build_module(tree, bdir, promises, jobs):
     """The KUnit module, built in a copy under the build dir; `promises`
     ("const_min=1 const_min_t=0") become -DKX_CONST_MIN=1 ... flags."""
     defs = " ".join(f"-DKX_{k.upper()}={v}" for k, v in
@@ -72,7 +62,7 @@ def build_module(tree, bdir, promises=""):
     shutil.rmtree(mdir, ignore_errors=True)
     shutil.copytree(MODULE_SRC, mdir)
     p = run(["make", "-C", str(tree), f"O={bdir.name}", f"M={mdir}",
-             *kbuild.make_args("gcc"), f"KX_PROMISES={defs}", f"-j{jobs()}",
+             *build.make_args("gcc"), f"KX_PROMISES={defs}", f"-j{jobs}",
              "modules"], check=False)
     ko = mdir / "minmax_kunit.ko"
     if p.returncode != 0 or not ko.exists():
@@ -88,29 +78,37 @@ def build_init(outdir):
     return out
 
 
-# --- initramfs (cpio "newc"), written directly ---------------------------------
+# --- initramfs -------------------------------------------------------------------
 
-def _cpio_entry(name, mode, data=b"", rdev=(0, 0), ino=1):
-    fields = [ino, mode, 0, 0, 1, 0, len(data), 0, 0, rdev[0], rdev[1],
-              len(name) + 1, 0]
-    hdr = b"070701" + b"".join(b"%08X" % f for f in fields)
-    out = hdr + name.encode() + b"\0"
-    out += b"\0" * (-len(out) % 4)
-    out += data + b"\0" * (-len(data) % 4)
-    return out
+def gen_init_cpio(tree, bdir, outdir):
+    """The kernel's own initramfs writer, usr/gen_init_cpio: built by Kbuild
+    in the build dir when CONFIG_BLK_DEV_INITRD=y, else built here from the
+    tree's source. (Debian's cpio would need a real /dev/console node,
+    which only root can make; gen_init_cpio writes it from a spec.)"""
+    exe = Path(bdir) / "usr" / "gen_init_cpio"
+    if exe.is_file():
+        return exe
+    exe = Path(outdir) / "gen_init_cpio"
+    run(["gcc", "-O2", "-o", str(exe), str(Path(tree) / "usr/gen_init_cpio.c")],
+        what="building usr/gen_init_cpio", klass="infra")
+    return exe
 
 
-def make_initramfs(path, files):
-    """files: {name: bytes}; adds /dev/console so /init has stdio."""
-    entries = [("dev", stat.S_IFDIR | 0o755, b"", (0, 0)),
-               ("dev/console", stat.S_IFCHR | 0o600, b"", (5, 1))]
-    for name, data in files.items():
-        entries.append((name, stat.S_IFREG | (0o755 if name == "init" else 0o644),
-                        data, (0, 0)))
-    blob = b"".join(_cpio_entry(n, m, d, r, i + 1)
-                    for i, (n, m, d, r) in enumerate(entries))
-    blob += _cpio_entry("TRAILER!!!", 0, ino=0)
-    Path(path).write_bytes(blob)
+def make_initramfs(tool, path, files):
+    """files: {name: path}; /init is executable, and /dev/console is there
+    so that /init has stdio. Written with gen_init_cpio (`tool`)."""
+    spec = ["dir /dev 0755 0 0", "nod /dev/console 0600 0 0 c 5 1"]
+    for name, src in files.items():
+        mode = "0755" if name == "init" else "0644"
+        spec.append(f"file /{name} {Path(src).resolve()} {mode} 0 0")
+    spec_file = Path(path).with_suffix(".spec")
+    spec_file.write_text("\n".join(spec) + "\n")
+    p = subprocess.run([str(tool), str(spec_file)], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        raise KexpandError(f"gen_init_cpio {spec_file} failed: "
+                           f"{p.stderr.decode(errors='replace')[-500:]}", "infra")
+    Path(path).write_bytes(p.stdout)
     return path
 
 
@@ -131,13 +129,13 @@ class BootRun:
     seconds: float = 0.0
 
 
-def run_qemu(cmd, timeout=BOOT_TIMEOUT):
-    """Run QEMU in its own process group; kill the group on timeout, so no
-    QEMU is ever left behind."""
+def run_qemu(cmd, timeout):
+    """Run QEMU in its own process group; kill the group on timeout or
+    interrupt, so no QEMU is ever left behind."""
     log("running: " + shlex.join(cmd))
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, start_new_session=True)
+    p = spawn(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+              stderr=subprocess.STDOUT)
     lines = []
 
     def reader():
@@ -152,9 +150,7 @@ def run_qemu(cmd, timeout=BOOT_TIMEOUT):
     except subprocess.TimeoutExpired:
         timed_out = True
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
+        kill_group(p)
         th.join(5)
     return BootRun(None if timed_out else p.returncode, timed_out, lines,
                    time.monotonic() - t0)
@@ -162,6 +158,11 @@ def run_qemu(cmd, timeout=BOOT_TIMEOUT):
 
 # --- console parsing ------------------------------------------------------------
 
+# Not the tree's tools/testing/kunit/kunit_parser.py: it lives in the tree
+# being measured, so it changes from commit to commit (and a user's old
+# commits may lack it), and it expects a clean KTAP stream, while our
+# console interleaves kernel messages. The verdict line that /init prints
+# is the authority; this parser only names the subtests.
 PREFIX = re.compile(r"^(?:\[\s*\d+\.\d+\] ?)?")
 VERDICT = re.compile(r"KEXPAND-VERDICT: suite=(\S+) pass=(\d+) fail=(\d+) "
                      r"skip=(\d+) total=(\d+) status=(\w+)")
@@ -228,33 +229,34 @@ def classify(run_, suite="kexpand-minmax"):
     return out
 
 
-def boot_point(tree, bdir, params, workdir, timeout=BOOT_TIMEOUT):
-    """Build everything for one point and boot it. Returns the result dict."""
+def boot_point(tree, bdir, promises, workdir, timeout, jobs):
+    """Build everything for one point and boot it. Returns the result dict
+    (status "build-failure" when the kernel or the module did not build)."""
     res = {"qemu_version": qemu_version()}
-    t0 = time.monotonic()
-    b = build_kernel(tree, bdir)
-    res["kernel_build_s"] = round(time.monotonic() - t0, 1)
-    def build_failed(tail):
+    b = build.build_kernel(tree, bdir, "gcc", jobs)
+    res["kernel_build_s"] = round(b.seconds, 1)
+    ko, tail = None, b.log_tail
+    if b.ok:
+        try:
+            ko = build_module(tree, bdir, promises, jobs)
+        except KexpandError as e:
+            tail = str(e)
+    if ko is None:
         res.update({"status": "build-failure", "class": "build",
                     "log_tail": tail, "reached_init": False, "boot_s": None,
                     "tests_passed": 0, "tests_failed": 0, "tests_skipped": 0,
                     "failures": []})
         return res
-    if not b.ok:
-        return build_failed(b.log_tail)
-    try:
-        ko = build_module(tree, bdir, params)
-    except KexpandError as e:
-        return build_failed(str(e))
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     init = build_init(workdir)
-    initrd = make_initramfs(workdir / "initramfs.cpio", {
-        "init": init.read_bytes(), "minmax_kunit.ko": ko.read_bytes()})
+    initrd = make_initramfs(gen_init_cpio(tree, bdir, workdir),
+                            workdir / "initramfs.cpio",
+                            {"init": init, "minmax_kunit.ko": ko})
     cmd = qemu_command(bdir / "arch/x86/boot/bzImage", initrd)
     r = run_qemu(cmd, timeout)
     res.update(classify(r))
     res["qemu_command"] = shlex.join(cmd)
-    res["promises"] = params
+    res["promises"] = promises
     res["timeout_s"] = timeout
     return res

@@ -1,17 +1,22 @@
-"""Shared plumbing: errors with exit classes, the work directory, progress,
-subprocess runs, atomic writes and the run lock."""
+"""Plumbing shared by every stage (kernel-build/, bench/, compare.py):
+errors with exit classes, logging and progress, subprocess runs that never
+outlive an interrupt, atomic writes, and the work-directory lock.
+
+This module is the most upstream code of kexpand: it imports nothing of
+the project."""
 import contextlib
 import fcntl
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # Exit codes (documented in README.md, "Exit codes").
 EXIT_OK = 0
@@ -19,13 +24,16 @@ EXIT_USER = 2       # bad names, bad arguments, case data that does not apply
 EXIT_BUILD = 3      # a kernel or object build failed
 EXIT_BOOT = 4       # a kernel did not boot or its tests failed
 EXIT_INFRA = 5      # missing tools, disk full, lock held, anything environmental
+EXIT_INTERRUPTED = 130
 
 CLASS_EXIT = {"user": EXIT_USER, "build": EXIT_BUILD, "boot": EXIT_BOOT,
               "infra": EXIT_INFRA}
 
 
 class KexpandError(Exception):
-    """An error meant for the user: one message, one class, no traceback."""
+    """An error meant for the user: one message, one class, no traceback.
+    Classes: user (asked for something impossible), build (the code under
+    test failed), boot, infra (the machine or a tool failed)."""
 
     def __init__(self, message, klass="user"):
         super().__init__(message)
@@ -36,26 +44,14 @@ class KexpandError(Exception):
         return CLASS_EXIT[self.klass]
 
 
-def work_dir():
-    env = os.environ.get("KEXPAND_WORK")
-    if env:
-        return Path(env).expanduser().resolve()
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "kexpand"
-
-
-def results_dir():
-    return Path(os.environ.get("KEXPAND_RESULTS") or REPO / "results").resolve()
-
-
-def jobs():
-    return int(os.environ.get("JOBS") or os.cpu_count() or 1)
+def log(text):
+    print(f"kexpand: {text}", file=sys.stderr, flush=True)
 
 
 class Progress:
     """Step n/N lines with elapsed time, on stderr."""
 
-    def __init__(self, total, stream=None):
+    def __init__(self, total=1, stream=None):
         self.total = total
         self.n = 0
         self.t0 = time.monotonic()
@@ -71,8 +67,8 @@ class Progress:
 
 
 class Split:
-    """Where a run's wall time goes: builds, expansion, timed runs, boots;
-    the rest is 'everything else'."""
+    """Where a run's wall time goes (builds, expansion, timed runs, boots);
+    the rest is 'everything else'. One per run, carried by the request."""
 
     def __init__(self):
         self.t0 = time.monotonic()
@@ -84,7 +80,7 @@ class Split:
         try:
             yield
         finally:
-            self.parts[what] = self.parts.get(what, 0.0) + time.monotonic() - t
+            self.add(what, time.monotonic() - t)
 
     def add(self, what, seconds):
         self.parts[what] = self.parts.get(what, 0.0) + seconds
@@ -96,26 +92,57 @@ class Split:
         return total, parts
 
 
-SPLIT = Split()
+# --- processes ---------------------------------------------------------------
+
+def kill_group(proc):
+    """Kill a child started with start_new_session=True and everything it
+    started (make's sub-makes and compilers), then reap it."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
-def log(text):
-    print(f"kexpand: {text}", file=sys.stderr, flush=True)
+# make's own variables: when kexpand runs under `make bench CC=clang`, they
+# would pass the user's command-line variables (CC=clang, A=..., FILES=...)
+# on to every kernel make kexpand starts, as overrides.
+MAKE_ENV = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "GNUMAKEFLAGS")
+
+
+def spawn(cmd, env=None, **kw):
+    """Popen in a process group of its own, so an interrupt can end the
+    whole tree it starts, without make's variables of an outer make; a
+    missing program is a KexpandError."""
+    env = {k: v for k, v in (os.environ if env is None else env).items()
+           if k not in MAKE_ENV}
+    try:
+        return subprocess.Popen(cmd, start_new_session=True, env=env, **kw)
+    except FileNotFoundError:
+        raise missing_tool(str(cmd[0]))
 
 
 def run(cmd, cwd=None, check=True, capture=True, env=None, what=None,
         klass="infra", timeout=None):
-    """Run an argv list (never a shell string). On failure raise a
-    KexpandError naming the command and the tail of its output."""
+    """Run an argv list (never a shell string) in its own process group.
+    On Ctrl-C, SIGTERM or a timeout the whole group is killed first. On
+    failure (check=True) raise a KexpandError naming the command and the
+    tail of its output."""
+    proc = spawn(cmd, cwd=cwd, env=env, text=True, errors="replace",
+                 stdin=subprocess.DEVNULL,
+                 stdout=subprocess.PIPE if capture else None,
+                 stderr=subprocess.STDOUT if capture else None)
     try:
-        p = subprocess.run(cmd, cwd=cwd, env=env, text=True,
-                           stdout=subprocess.PIPE if capture else None,
-                           stderr=subprocess.STDOUT if capture else None,
-                           timeout=timeout)
-    except FileNotFoundError:
-        raise missing_tool(cmd[0])
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        raise KexpandError(f"{what or 'command'} timed out after {timeout} s: "
+                           f"{shlex.join(map(str, cmd))}", klass)
+    except BaseException:
+        kill_group(proc)
+        raise
+    p = subprocess.CompletedProcess(cmd, proc.returncode, out or "", None)
     if check and p.returncode != 0:
-        tail = "\n".join((p.stdout or "").splitlines()[-20:])
+        tail = "\n".join(p.stdout.splitlines()[-20:])
         raise KexpandError(
             f"{what or 'command'} failed (exit {p.returncode}): "
             f"{shlex.join(map(str, cmd))}\n{tail}", klass)
@@ -137,17 +164,24 @@ def missing_tool(name):
     return KexpandError(f"{name}: command not found{hint}", "infra")
 
 
+# --- files -------------------------------------------------------------------
+
 def atomic_write(path, data):
     """Write text through a temp file in the same directory, then rename:
-    a reader sees the old file or the new one, never half of one."""
+    a reader sees the old file or the new one, never half of one. Results
+    are meant to be read and shared: mode 0644, whoever runs kexpand."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    except OSError as e:
+        raise KexpandError(f"cannot write {path}: {e.strerror}", "infra")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except OSError as e:
         with contextlib.suppress(OSError):
@@ -177,8 +211,12 @@ def read_json(path):
 @contextlib.contextmanager
 def work_lock(work):
     """One kexpand run per work directory at a time."""
-    work.mkdir(parents=True, exist_ok=True)
-    f = open(work / "lock", "w")
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+        f = open(work / "lock", "w")
+    except OSError as e:
+        raise KexpandError(f"work directory {work} is not usable: {e.strerror}; "
+                           "set KEXPAND_WORK= to a writable directory", "infra")
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -194,21 +232,24 @@ def work_lock(work):
         f.close()
 
 
+# --- the command-line wrapper --------------------------------------------------
+
 def _sigterm(signum, frame):
     raise KeyboardInterrupt
 
 
-def main_wrapper(fn):
-    """Run a CLI main: KexpandError -> message + class exit code; SIGTERM
-    is handled like Ctrl-C (children are killed, no half-written file)."""
-    import signal
+def main_wrapper(fn, argv=None):
+    """Run a CLI main(argv): KexpandError -> message + class exit code;
+    SIGTERM is handled like Ctrl-C (the process groups of every child are
+    killed by run()/spawn() callers, no half-written file)."""
     signal.signal(signal.SIGTERM, _sigterm)
     try:
-        sys.exit(fn() or 0)
+        code = fn(argv) or 0
     except KexpandError as e:
         print(f"kexpand: error: {e}", file=sys.stderr)
-        sys.exit(e.exit_code)
+        code = e.exit_code
     except KeyboardInterrupt:
         print("kexpand: interrupted; finished results are kept, rerun to "
               "resume from the cache", file=sys.stderr)
-        sys.exit(130)
+        code = EXIT_INTERRUPTED
+    sys.exit(code)

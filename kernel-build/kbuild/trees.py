@@ -11,7 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
-from kxutil import KexpandError, log, run
+from .util import KexpandError, log, run
 
 
 def _git_ro(repo, *args):
@@ -42,12 +42,24 @@ def check_user_tree(path):
     return top
 
 
+def _clone_usable(clone):
+    """The clone's HEAD commit and its tree are readable: false after the
+    user rewrote history and pruned the objects the clone pointed at."""
+    return (clone / ".git").is_dir() and all(
+        _git_ro(clone, "cat-file", "-e", rev).returncode == 0
+        for rev in ("HEAD^{commit}", "HEAD^{tree}"))
+
+
 def user_clone(user_top, work):
-    """The shared clone of a user's tree in the work directory."""
+    """The shared clone of a user's tree in the work directory; made again
+    when it no longer reads (the user's history was rewritten and pruned)."""
     h = hashlib.sha256(str(user_top).encode()).hexdigest()[:12]
     clone = Path(work) / "trees" / f"{Path(user_top).name}-{h}"
-    if not (clone / ".git").is_dir():
-        shutil.rmtree(clone, ignore_errors=True)
+    if clone.exists() and not _clone_usable(clone):
+        log(f"the shared clone {clone} no longer reads (was {user_top}'s "
+            "history rewritten and garbage-collected?); cloning it again")
+        shutil.rmtree(clone)
+    if not clone.exists():
         clone.parent.mkdir(parents=True, exist_ok=True)
         log(f"making a shared clone of {user_top} in {clone} (the original "
             "is only read)")

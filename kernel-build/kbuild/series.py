@@ -11,11 +11,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kxutil import KexpandError, REPO, log, run, atomic_write_json, read_json
+from .util import KexpandError, REPO, log, run, atomic_write_json, read_json
 
-CASES = Path(os.environ.get("KEXPAND_CASES") or REPO / "cases")
-TARBALL = Path(os.environ.get("KEXPAND_TARBALL",
-                              "/usr/src/linux-source-6.1.tar.xz"))
 SOURCE_PACKAGE = "linux-source-6.1"
 COMMITTER = ("kexpand", "kexpand@localhost")
 # The packaged tree's own commit gets a fixed date: commit ids then depend
@@ -35,7 +32,8 @@ class Point:
     base: bool = False
     promises: dict = field(default_factory=dict)
 
-    def module_params(self):
+    def promises_text(self):
+        """The promises as "const_min=1 const_min_t=0" (cache keys, records)."""
         return " ".join(f"{k}={int(v)}" for k, v in sorted(self.promises.items()))
 
 
@@ -67,13 +65,15 @@ class Case:
         return h.hexdigest()[:16]
 
 
-def load_case(name="minmax", cases=None):
-    cases = cases or CASES
+def load_case(name, cases):
+    """The case `name` under the cases directory; a user error naming the
+    known cases when there is none."""
     d = Path(cases) / name
     mf = d / "series.toml"
     if not mf.is_file():
         known = sorted(p.name for p in Path(cases).iterdir()
-                       if (p / "series.toml").is_file())
+                       if (p / "series.toml").is_file()) \
+            if Path(cases).is_dir() else []
         raise KexpandError(f"unknown case '{name}'; cases: {', '.join(known)}")
     try:
         data = tomllib.loads(mf.read_text())
@@ -227,27 +227,18 @@ def package_version():
     return p.stdout.strip() if p.returncode == 0 else "unknown"
 
 
-def ensure_tarball():
-    if TARBALL.is_file():
-        return
-    log(f"{TARBALL} missing: installing {SOURCE_PACKAGE}")
-    if os.geteuid() == 0:
-        run(["apt-get", "install", "-y", "-q", SOURCE_PACKAGE],
-            what=f"apt-get install {SOURCE_PACKAGE}",
-            env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
-    if not TARBALL.is_file():
-        raise KexpandError(f"{TARBALL} not found; install it with "
-                           f"'apt-get install {SOURCE_PACKAGE}'", "infra")
-
-
-def unpack_base(tree):
-    """Unpack the tarball into `tree` and commit it unchanged as the base."""
-    ensure_tarball()
+def unpack_base(tree, tarball):
+    """Unpack the tarball into `tree` and commit it unchanged as the base.
+    The Makefile's install step provides the tarball (linux-source-6.1)."""
+    if not Path(tarball).is_file():
+        raise KexpandError(f"{tarball} not found; install it with 'apt-get "
+                           f"install {SOURCE_PACKAGE}' (make bench does it "
+                           "when run as root)", "infra")
     tmp = tree.with_name(tree.name + ".unpacking")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    log(f"unpacking {TARBALL} into {tree}")
-    run(["tar", "-xf", str(TARBALL), "-C", str(tmp), "--strip-components=1"],
+    log(f"unpacking {tarball} into {tree}")
+    run(["tar", "-xf", str(tarball), "-C", str(tmp), "--strip-components=1"],
         what="unpacking the kernel tarball")
     git(tmp, "init", "-q")
     git(tmp, "config", "gc.auto", "0")
@@ -257,7 +248,7 @@ def unpack_base(tree):
     git(tmp, "add", "-A", "-f", ".")
     version = package_version()
     git(tmp, "commit", "-q", "-m", f"{SOURCE_PACKAGE} {version} as packaged",
-        "-m", f"Unpacked unchanged from {TARBALL}.",
+        "-m", f"Unpacked unchanged from {tarball}.",
         env=git_env("kexpand <kexpand@localhost>", BASE_DATE))
     untracked = git(tmp, "status", "--porcelain", "--ignored").stdout.strip()
     if untracked:
@@ -296,7 +287,7 @@ def apply_patch(tree, patch):
         env=git_env(meta.author, meta.date))
 
 
-def prepare(case, work, progress=None):
+def prepare(case, work, tarball, progress=None):
     """Make sure `work`/tree holds the base commit and every point's tag for
     `case`. Returns {point: commit}, plus failures {point: message}.
     Cheap when already done (state file matches the case digest)."""
@@ -310,7 +301,7 @@ def prepare(case, work, progress=None):
     if have_tree and state and state.get("digest") == digest:
         return state["commits"], state.get("failures", {}), state["package"]
     if not have_tree:
-        version = unpack_base(tree)
+        version = unpack_base(tree, tarball)
         git(tree, "tag", "packaged")
     else:
         version = (state or {}).get("package") or package_version()

@@ -9,8 +9,8 @@ import hashlib
 import re
 from pathlib import Path
 
-import kbuild
-from kxutil import KexpandError, run
+from . import build
+from .util import KexpandError, run
 
 EXPECT = re.compile(r"expect ([\w.+-]+): (accepted|warned|rejected)(?: -- (.*))?")
 
@@ -33,14 +33,14 @@ def template_command(bdir, files):
     """A compile command of this build dir to borrow the flags from."""
     for f in files:
         try:
-            return kbuild.compile_command(bdir, f)
-        except Exception:
+            return build.compile_command(bdir, f)
+        except KexpandError:
             continue
     return None
 
 
 def compile_snippet(bdir, template, snippet_path):
-    flags, _src = kbuild._strip_output(template)
+    flags, _src = build.strip_output(template)
     flags = [t for t in flags if not t.startswith(("-DKBUILD_", "-D__KBUILD_"))]
     snippet_path = Path(snippet_path).resolve()
     if not snippet_path.is_file():
@@ -62,21 +62,3 @@ def compile_snippet(bdir, template, snippet_path):
         verdict, first = "accepted", ""
     first = re.sub(r"^\S+?:\d+:\d+: ", "", first.strip())
     return {"verdict": verdict, "message": first[:300], "exit": p.returncode}
-
-
-def matrix_rows(snippets, results_by_point, points):
-    """Rows for the CSV/Markdown: one per snippet, a cell per point."""
-    rows = []
-    for s in snippets:
-        row = {"snippet": s["name"], "question": s["title"]}
-        for pt in points:
-            r = results_by_point.get(pt, {}).get(s["name"])
-            row[pt] = r["verdict"] if r else ""
-        ex = "; ".join(f"{p}: {e['verdict']}" for p, e in s["expect"].items())
-        row["expected"] = ex
-        row["claim"] = "; ".join(e["claim"] for e in s["expect"].values() if e["claim"])
-        row["differs_from_claim"] = "; ".join(
-            p for p, e in s["expect"].items()
-            if row.get(p) and row[p] != e["verdict"])
-        rows.append(row)
-    return rows

@@ -1,0 +1,79 @@
+"""kexpand's command line. Every subcommand reads its settings once, up
+front, into a Request (kernel-build/kbuild/settings.py: flags here win
+over the environment the Makefile passes), checks them before any work,
+and returns an exit code (README, "Exit codes").
+
+  kexpand.py prepare                       unpack the tree, apply the series
+  kexpand.py bench   [--points] [--files] [--cc] [--no-time] [--no-boot]
+  kexpand.py boot    [--points]            boot checks + conformance only
+  kexpand.py compare --a REF --b REF [--kernel DIR] [--files] [--cc]
+  kexpand.py bisect  --file F --good REF --bad REF [--threshold T] [--kernel]
+  kexpand.py scan    [--a REF --b REF] [--kernel DIR] [--write-focus PATH]
+  kexpand.py analyzer-bench                kx-analyze throughput
+  kexpand.py bisect-step ...               internal: one `git bisect run` step
+
+Reports (plots, tables, index.html) are drawn by compare.py afterwards."""
+import argparse
+
+from kbuild import series, settings
+from kbuild.util import main_wrapper
+
+from . import bisection, scan, stages
+
+COMMON = ("case", "points", "files", "cc", "kernel", "a", "b", "file", "good",
+          "bad", "threshold", "write_focus", "config", "kconfig")
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        from kbuild.util import KexpandError
+        raise KexpandError(f"{message}; see 'kexpand.py --help'")
+
+
+def parser():
+    ap = Parser(prog="kexpand", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    specs = {
+        "prepare": [], "boot": ["points"],
+        "bench": ["points", "files", "cc", "no_time", "no_boot"],
+        "compare": ["a", "b", "kernel", "files", "cc", "no_time", "config", "kconfig"],
+        "bisect": ["file", "good", "bad", "kernel", "threshold", "config", "kconfig"],
+        "scan": ["a", "b", "points", "kernel", "cc", "top", "write_focus",
+                 "config", "kconfig"],
+        "analyzer-bench": ["repeat"],
+        "bisect-step": ["file", "tree", "step_threshold", "strict_config"],
+    }
+    for name, opts in specs.items():
+        p = sub.add_parser(name)
+        p.add_argument("--case")
+        for o in opts:
+            flag = "--" + o.replace("_", "-")
+            if o in ("no_time", "no_boot"):
+                p.add_argument(flag, action="store_true", default=None)
+            elif o == "step_threshold":
+                p.add_argument("--threshold", dest="step_threshold", type=int,
+                               required=True)
+            else:
+                p.add_argument(flag)
+    return ap
+
+
+def main(argv=None):
+    """Parse argv (default: sys.argv[1:]), build the Request, run the
+    subcommand; returns its exit code. Callable in-process (tests)."""
+    args = vars(parser().parse_args(argv))
+    cmd = args.pop("cmd")
+    extra = {k: args.pop(k, None) for k in ("tree", "step_threshold", "strict_config")}
+    req = settings.from_env(cmd, args)
+    case = series.load_case(req.case, req.cases_dir)
+    if cmd == "bisect-step":
+        req.strict_config = extra["strict_config"] != "0"
+        return bisection.cmd_bisect_step(req, case, extra["tree"], extra["step_threshold"])
+    return {"prepare": stages.cmd_prepare, "bench": stages.cmd_bench,
+            "boot": stages.cmd_boot, "compare": stages.cmd_compare,
+            "analyzer-bench": stages.cmd_analyzer_bench,
+            "bisect": bisection.cmd_bisect, "scan": scan.cmd_scan}[cmd](req, case)
+
+
+def run(argv=None):
+    main_wrapper(main, argv)

@@ -1,0 +1,248 @@
+"""The measuring engine: one (commit, compiler) at a time, each file's exact
+Kbuild command through the C analyzer (bytes) and hyperfine (times), every
+measurement through the cache. Everything a stage measures comes through
+measure_point()."""
+import hashlib
+import json
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+from kbuild import build, series
+from kbuild.util import (REPO, KexpandError, atomic_write_json, kill_group,
+                         log, read_json, spawn)
+
+from . import results, timing
+
+ANALYZER = Path(__file__).resolve().parent / "kx-analyze"
+ANALYZER_VERSION = "2"
+TOP_LINES = 5
+# time kinds as records name them -> as the cache spells them (stored keys)
+TIME_KINDS = {"time_E": "time-E", "time_c": "time-c"}
+
+
+class Cache:
+    """Measurements keyed by (commit, compiler + version, config hash, file,
+    kind, setting); one small JSON file each. One key function per kind, so
+    every stage that reuses a measurement builds the same key."""
+
+    def __init__(self, work):
+        self.dir = Path(work) / "cache"
+
+    @staticmethod
+    def _key(*parts):
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
+
+    def expand_key(self, commit, cc, ccver, chash, f):
+        return self._key(commit, cc, ccver, chash, f, "expand", ANALYZER_VERSION)
+
+    def time_key(self, commit, cc, ccver, chash, f, kind, runs):
+        return self._key(commit, cc, ccver, chash, f, TIME_KINDS[kind],
+                         f"runs={runs or 'auto'}")
+
+    def boot_key(self, commit, ccver, chash, inputs, qver, promises, timeout):
+        return self._key(commit, "gcc", ccver, chash, "boot", inputs, qver,
+                         promises, timeout)
+
+    def conformance_key(self, commit, ccver, chash, snippet_hash):
+        return self._key(commit, "gcc", ccver, chash, "conformance", snippet_hash)
+
+    def scan_key(self, commit, cc, ccver, chash):
+        return self._key(commit, cc, ccver, chash, "scan", ANALYZER_VERSION)
+
+    def get(self, key, shape=dict):
+        """The cached value, or None. A value of the wrong shape is
+        reported once and treated as missing (it is measured again)."""
+        p = self.dir / f"{key}.json"
+        if not p.exists():
+            return None
+        v = read_json(p)
+        if v is not None and not isinstance(v, shape):
+            log(f"warning: cache entry {p} has the wrong shape; measuring again")
+            return None
+        return v
+
+    def put(self, key, value):
+        atomic_write_json(self.dir / f"{key}.json", value)
+
+
+def analyze(cmd, cwd, top=TOP_LINES):
+    """Run a preprocess command into the C analyzer through a pipe (never
+    a temporary file). Returns (analysis, seconds). The preprocessor failing
+    is a 'build' error (the code under test); the analyzer, 'infra'."""
+    if not ANALYZER.exists():
+        raise KexpandError(f"{ANALYZER} missing: run 'make -C {REPO} "
+                           "bench/kx-analyze'", "infra")
+    t0 = time.monotonic()
+    pre = spawn(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        ana = spawn([str(ANALYZER), "-n", str(top)], stdin=pre.stdout,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except BaseException:
+        kill_group(pre)
+        raise
+    pre.stdout.close()
+    try:
+        out, aerr = ana.communicate()
+        perr = pre.stderr.read()
+        pre.wait()
+    except BaseException:
+        kill_group(pre)
+        kill_group(ana)
+        raise
+    secs = time.monotonic() - t0
+    if pre.returncode != 0:
+        tail = "\n".join(perr.decode(errors="replace").splitlines()[-15:])
+        raise KexpandError(f"preprocessing failed (exit {pre.returncode}): "
+                           f"{shlex.join(cmd)}\n{tail}", "build")
+    if ana.returncode != 0:
+        raise KexpandError(f"kx-analyze failed: {aerr.decode(errors='replace')}",
+                           "infra")
+    return json.loads(out), secs
+
+
+def tree_path(p):
+    """A line-marker path relative to the build dir -> relative to the tree."""
+    return p[3:] if p.startswith("../") else p
+
+
+def source_text(bdir, relpath, line, maxlines=6):
+    """The source statement at relpath:line: that line plus continuation
+    lines while parentheses are open."""
+    if relpath.startswith("<"):
+        return ""
+    try:
+        lines = (bdir / relpath).read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    out, depth = [], 0
+    for text in lines[line - 1:line - 1 + maxlines]:
+        out.append(text.strip())
+        depth += text.count("(") - text.count(")")
+        if depth <= 0:
+            break
+    return " ".join(out)
+
+
+def measure_file(bdir, src):
+    """The expansion entry of one file: bytes, lines, hottest lines."""
+    argv = build.compile_command(bdir, src)
+    pcmd = build.preprocess_command(argv)
+    a, secs = analyze(pcmd, bdir)
+    hot = [{"at": f"{tree_path(t['file'])}:{t['line']}", "bytes": t["bytes"],
+            "source": source_text(bdir, t["file"], t["line"]),
+            "choose_expr": t["choose_expr"], "stmt_expr": t["stmt_expr"],
+            "unique_id": t["unique_id"]} for t in a["top"]]
+    la = a.get("longest_line_at")
+    return {
+        "status": "ok",
+        "expanded_bytes": a["bytes"], "lines": a["lines"],
+        "longest_line_bytes": a["longest_line_bytes"],
+        "longest_line_at": f"{tree_path(la['file'])}:{la['line']}" if la else None,
+        "code_bytes": a["code_bytes"], "marker_lines": a["marker_lines"],
+        "macro_totals": a["totals"],
+        "hot_lines": hot,
+        "analyze_seconds": round(secs, 3),
+        "command": f"cd {shlex.quote(bdir.name)} && {shlex.join(pcmd)} | "
+                   f"{ANALYZER.relative_to(REPO)} -n {TOP_LINES}",
+    }
+
+
+def _build_objects(req, case, tree, bdir, name, cc, todo):
+    """Configure and build the objects of `todo`; a config that fails is a
+    build failure of every object (the code under test)."""
+    objs = [build.obj_of(f) for f in todo]
+    with req.split.timed("builds"):
+        try:
+            build.configure(tree, bdir, cc, case_config(req, case))
+        except KexpandError as e:
+            if e.klass != "build":
+                raise
+            log(f"point {name}: {e}")
+            return build.BuildResult(False, 0.0, str(e), objs)
+        return build.build(tree, bdir, cc, objs, req.jobs)
+
+
+def _time_file(req, bdir, f, cc, name, est, scratch, want):
+    """The time_E / time_c entries (hyperfine) of one file that `want` asks."""
+    out = {}
+    runs = timing.choose_runs(est, req.runs)
+    argv = build.compile_command(bdir, f)
+    cmds = {"time_E": build.preprocess_command(argv, "/dev/null"),
+            "time_c": build.object_command(
+                argv, str(scratch / f"{cc}-{Path(f).stem}.o"))}
+    for kind in want:
+        warm = timing.choose_warmup(est)
+        req.progress.say(f"  timing {kind[-1]} {f} ({name}, {cc}, "
+                         f"{warm} warmup + {runs} runs)")
+        with req.split.timed("timed runs"):
+            t = timing.hyperfine(cmds[kind], bdir, runs, warmup=warm)
+        t["command"] = f"cd {shlex.quote(bdir.name)} && {shlex.join(cmds[kind])}"
+        out[kind] = t
+    return out
+
+
+def case_config(req, case):
+    """The build.Config of this request: the case's fragment on the base
+    the user chose (tinyconfig by default)."""
+    return build.Config(case.config, base=req.config_base, kconfig=req.kconfig,
+                        strict=req.strict_config)
+
+
+def measure_point(req, case, tree, name, commit, cc, files, timed=True):
+    """Expansion and (if `timed`) times of each file at one (commit,
+    compiler); builds only what is not in the cache. Returns the record."""
+    cache = Cache(req.work)
+    bdir = build.build_dir(tree, commit, cc)
+    ccver = build.compiler_version(cc)
+    chash = case_config(req, case).hash()
+    kinds = ["expand"] + (list(TIME_KINDS) if timed else [])
+
+    def key(f, kind):
+        if kind == "expand":
+            return cache.expand_key(commit, cc, ccver, chash, f)
+        return cache.time_key(commit, cc, ccver, chash, f, kind, req.runs)
+
+    got = {(f, k): cache.get(key(f, k)) for f in files for k in kinds}
+    got = {fk: v if v is None or fk[1] != "expand" or results.entry_ok(v) else None
+           for fk, v in got.items()}
+    todo = [f for f in files if any(got[(f, k)] is None for k in kinds)]
+    build_info, failed = None, {}
+    if todo:
+        series.checkout(tree, commit)
+        b = _build_objects(req, case, tree, bdir, name, cc, todo)
+        build_info = {"ok": b.ok, "seconds": round(b.seconds, 1),
+                      "targets": [build.obj_of(f) for f in todo], "failed": b.failed}
+        scratch = Path(tree).parent / "scratch"
+        scratch.mkdir(parents=True, exist_ok=True)
+        for f in todo:
+            if build.obj_of(f) in b.failed:
+                failed[f] = {"status": "build-failure", "log_tail": b.log_tail}
+                continue
+            try:
+                if got[(f, "expand")] is None:
+                    req.progress.say(f"  preprocessing {f} ({name}, {cc})")
+                    with req.split.timed("expansion"):
+                        got[(f, "expand")] = measure_file(bdir, f)
+                    cache.put(key(f, "expand"), got[(f, "expand")])
+                want = [k for k in kinds[1:] if got[(f, k)] is None]
+                if want:
+                    est = got[(f, "expand")]["analyze_seconds"]
+                    for kind, t in _time_file(req, bdir, f, cc, name, est,
+                                              scratch, want).items():
+                        got[(f, kind)] = t
+                        cache.put(key(f, kind), t)
+            except KexpandError as e:
+                if e.klass == "infra":
+                    raise
+                failed[f] = {"status": "error", "error": str(e)}
+    entries = {}
+    for f in files:
+        entries[f] = failed.get(f) or dict(
+            got[(f, "expand")], **({k: got[(f, k)] for k in TIME_KINDS} if timed else {}))
+    rec = results.header("kexpand.expansion", case.name, name, commit, cc,
+                         ccver, chash)
+    rec.update({"arch": build.ARCH, "build_dir": bdir.name,
+                "build": build_info, "files": entries})
+    return rec

@@ -1,0 +1,127 @@
+"""What a command measures: the tree (packaged or a user's), the points or
+refs, the files and the compilers, checked before any work starts; and
+the loop that measures them into records."""
+import re
+import shutil
+from pathlib import PurePosixPath
+
+from kbuild import series, trees
+from kbuild.util import KexpandError, atomic_write_json, missing_tool
+
+from . import engine, results
+
+# Characters Kbuild cannot take in a source path (make and shell syntax).
+BAD_PATH_CHARS = re.compile(r"[\s:#$%;'\"\\`*?\[\]{}()<>|&=!~^]")
+
+
+def select(names, valid, what):
+    """`names` if all are valid (all of `valid` when empty), else a user
+    error listing the valid ones."""
+    if not names:
+        return list(valid)
+    bad = [n for n in names if n not in valid]
+    if bad:
+        raise KexpandError(f"unknown {what} {', '.join(bad)}; valid: "
+                           f"{', '.join(valid)}")
+    return names
+
+
+def check_file_names(files, focus):
+    """FILES/FILE: C files given relative to the top of the kernel tree,
+    inside it, with no characters Kbuild refuses. Checked before work."""
+    for f in files:
+        p = PurePosixPath(f)
+        why = None
+        if p.is_absolute():
+            why = "an absolute path; give it relative to the top of the kernel tree"
+        elif ".." in p.parts or str(p) != f.rstrip("/") or f.startswith("./"):
+            why = "not a plain path inside the kernel tree (no '..', './' or '//')"
+        elif BAD_PATH_CHARS.search(f) or not f.isascii():
+            why = "has characters Kbuild cannot take in a file name"
+        elif not f.endswith(".c"):
+            why = "not a .c file"
+        if why:
+            raise KexpandError(f"FILES: {f!r} is {why}; for example "
+                               f"FILES=\"{' '.join(focus[:2])}\"")
+
+
+def check_files_exist(tree, files, focus, commit=None):
+    """Each file exists in the tree (at `commit` when given)."""
+    check_file_names(files, focus)
+    for f in files:
+        ok = (tree / f).is_file() if commit is None else series.git(
+            tree, "cat-file", "-e", f"{commit}:{f}", check=False).returncode == 0
+        if not ok:
+            at = f" at {commit[:12]}" if commit else ""
+            raise KexpandError(f"unknown file {f}: not a .c file of the kernel "
+                               f"tree {tree}{at}; focus files are: {', '.join(focus)}")
+
+
+def require_tools(compilers, timed, booting):
+    """Fail before the long work starts when a tool is missing."""
+    need = ["git", "make", "tar"]
+    for cc in compilers:
+        need += ["clang", "ld.lld"] if cc == "clang" else ["gcc"]
+    if timed:
+        need += ["hyperfine", "/usr/bin/time"]
+    if booting:
+        need += ["qemu-system-x86_64", "gcc"]
+    for tool in need:
+        if not shutil.which(tool):
+            raise missing_tool(tool)
+
+
+def open_tree(req, case):
+    """(tree to build in, repo to resolve refs in, package label). A user's
+    tree (KERNEL=) is measured through a shared clone, with the fragment's
+    options checked but not required."""
+    if req.kernel:
+        top = trees.check_user_tree(req.kernel)
+        req.strict_config = False
+        return trees.user_clone(top, req.work), top, f"git tree {top}"
+    commits, failures, version = series.prepare(case, req.work, req.tarball,
+                                                req.progress)
+    tree = req.work / "tree"
+    return tree, tree, f"{series.SOURCE_PACKAGE} {version}"
+
+
+def file_slug(f):
+    """A checked source path as one file name (slashes as '_')."""
+    return f.replace("/", "_")
+
+
+def pair_dir(req, kind, a, b):
+    return results.pair_dir(req.results, kind, a, b)
+
+
+def measure_commits(req, case, tree, todo, files, package, timed=True):
+    """Measure [(name, commit)] x compilers x files through the cache and
+    write one record per (commit, compiler). Returns the worst exit code."""
+    worst = 0
+    for cc in req.compilers:
+        for name, commit in todo:
+            req.progress.step(f"{name} / {cc}")
+            rec = engine.measure_point(req, case, tree, name, commit, cc, files,
+                                       timed=timed)
+            rec["package"] = package
+            if any(e["status"] != "ok" for e in rec["files"].values()):
+                worst = max(worst, 3)
+            results.write_record(req.results, results.merge_record(req.results, rec))
+    return worst
+
+
+def write_series_index(req, case, commits, package, files):
+    """results/series-<case>.json: the points in order, the files."""
+    focus = [f for f, _ in case.focus]
+    index = {"case": case.name, "package": package,
+             "config": engine.case_config(req, case).describe(),
+             "files": focus + [f for f in files if f not in focus],
+             "focus": dict(case.focus), "points": []}
+    for p in case.points:
+        if p.name in commits:
+            index["points"].append({
+                "name": p.name, "commit": commits[p.name],
+                "description": p.description, "parent": p.parent,
+                "control": p.control})
+    atomic_write_json(req.results / f"series-{case.name}.json", index)
+    return index

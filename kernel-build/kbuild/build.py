@@ -1,0 +1,305 @@
+"""Kernel configuration and builds, one O= directory per (commit, compiler),
+and the exact Kbuild command of each object (from its .cmd file).
+
+Build directories sit directly inside the source tree
+(<tree>/kb-<commit12>-<compiler>): Kbuild then uses srctree=.., so every
+path in the commands and in the preprocessor's line markers is relative,
+and expansion bytes do not depend on where the work directory is."""
+import collections
+import hashlib
+import re
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .util import KexpandError, atomic_write_json, kill_group, log, read_json, run, spawn
+
+ARCH = "x86_64"
+COMPILERS = {"gcc": [], "clang": ["LLVM=1"]}
+
+
+def make_args(compiler):
+    if compiler not in COMPILERS:
+        raise KexpandError(f"unknown compiler '{compiler}'; use one of: "
+                           f"{', '.join(COMPILERS)}")
+    return [f"ARCH={ARCH}", *COMPILERS[compiler]]
+
+
+def compiler_version(compiler):
+    exe = "clang" if compiler == "clang" else "gcc"
+    p = run([exe, "--version"], check=False)
+    if p.returncode != 0:
+        raise KexpandError(f"{exe} not found; install it with 'apt-get install "
+                           f"{exe}'", "infra")
+    return p.stdout.splitlines()[0].strip()
+
+
+@dataclass(frozen=True)
+class Config:
+    """How a build directory is configured: a base target (tinyconfig,
+    defconfig, allnoconfig) or a user's .config (kconfig), then the case's
+    fragment, then olddefconfig. strict: every fragment option must
+    survive (the packaged tree); otherwise a lost option is a warning."""
+    fragment: Path
+    base: str = "tinyconfig"
+    kconfig: Path | None = None
+    strict: bool = True
+
+    def hash(self):
+        """What decides the .config besides the compiler and the commit.
+        (tinyconfig + fragment hashes as it always did, so caches stay.)"""
+        base = f"kconfig {hashlib.sha256(Path(self.kconfig).read_bytes()).hexdigest()}" \
+            if self.kconfig else self.base
+        h = hashlib.sha256(f"{base} ARCH={ARCH}\n".encode())
+        h.update(Path(self.fragment).read_bytes())
+        return h.hexdigest()[:12]
+
+    def describe(self):
+        base = f"KCONFIG={self.kconfig}" if self.kconfig else self.base
+        return f"x86_64 {base} + {Path(self.fragment).name}"
+
+
+def build_dir(tree, commit, compiler):
+    return Path(tree) / f"kb-{commit[:12]}-{compiler}"
+
+
+def fragment_options(fragment):
+    opts = {}
+    for line in Path(fragment).read_text().splitlines():
+        line = line.strip()
+        m = re.match(r"(CONFIG_\w+)=(.*)", line)
+        if m:
+            opts[m.group(1)] = m.group(2)
+        m = re.match(r"# (CONFIG_\w+) is not set", line)
+        if m:
+            opts[m.group(1)] = "n"
+    return opts
+
+
+def unknown_symbols(tree, names):
+    """Which CONFIG_ names no Kconfig file of the tree defines."""
+    p = run(["git", "-C", str(tree), "grep", "-h", "-E",
+             r"^\s*(menu)?config\s+\w+", "--", "*Kconfig*"], check=False)
+    known = {"CONFIG_" + l.split()[1] for l in p.stdout.splitlines()
+             if len(l.split()) > 1}
+    return [n for n in names if known and n not in known]
+
+
+def configure(tree, bdir, compiler, config):
+    """base config (or the user's .config) + fragment + olddefconfig;
+    checks every fragment option took effect. Skipped when the build dir
+    already has this config."""
+    stamp = bdir / ".kexpand-config"
+    want = config.hash()
+    if stamp.exists() and stamp.read_text().strip() == want and \
+            (bdir / ".config").exists():
+        return
+    bdir.mkdir(parents=True, exist_ok=True)
+    margs = make_args(compiler)
+    if config.kconfig:
+        (bdir / ".config").write_bytes(Path(config.kconfig).read_bytes())
+    else:
+        run(["make", "-s", "-C", str(tree), f"O={bdir.name}", *margs,
+             config.base], what=f"make {config.base}", klass="build")
+    run([str(tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(bdir),
+         str(bdir / ".config"), str(config.fragment)], what="merge_config.sh",
+        klass="build")
+    run(["make", "-s", "-C", str(tree), f"O={bdir.name}", *margs,
+         "olddefconfig"], what="make olddefconfig", klass="build")
+    have = {}
+    for line in (bdir / ".config").read_text().splitlines():
+        m = re.match(r"(CONFIG_\w+)=(.*)", line)
+        if m:
+            have[m.group(1)] = m.group(2)
+    want_opts = fragment_options(config.fragment)
+    lost = [k for k, v in want_opts.items() if have.get(k, "n") != v]
+    if lost:
+        unknown = unknown_symbols(tree, lost)
+        parts = []
+        if unknown:
+            parts.append(f"unknown to this tree (no Kconfig defines them): "
+                         f"{', '.join(unknown)}")
+        rest = [f"{k}={want_opts[k]}" for k in lost if k not in unknown]
+        if rest:
+            parts.append(f"lost after olddefconfig (unmet dependencies?): "
+                         f"{', '.join(rest)}")
+        msg = f"config fragment {config.fragment}: " + "; ".join(parts)
+        if config.strict:
+            raise KexpandError(msg)
+        log(f"warning: {msg}; measuring without them")
+    stamp.write_text(want + "\n")
+
+
+@dataclass
+class BuildResult:
+    ok: bool
+    seconds: float
+    log_tail: str
+    failed: list          # targets that did not build
+    steps: int = 0        # Kbuild steps (CC, LD, AR, ...) it printed
+    from_clean: bool = False
+    info: dict = field(default_factory=dict)
+
+
+# Build failures the machine causes: a full disk, the OOM killer, a
+# missing tool. They are environment failures (exit 5, not cached).
+MACHINE_FAILURE = re.compile(r"No space left on device|Killed signal terminated|"
+                             r"virtual memory exhausted|Cannot allocate memory|"
+                             r"command not found|: not found$", re.M)
+STEP = re.compile(r"^  [A-Z][A-Z0-9_]*(?: \[[A-Z]\])?\s+\S")
+
+
+class BuildProgress:
+    """Counts Kbuild's quiet-mode steps and says, at most every `every`
+    seconds, how far a long build is, against the step count the same
+    (config, compiler, targets) took last time."""
+
+    def __init__(self, counts_file, key, label, every=30.0):
+        self.file, self.key, self.label, self.every = counts_file, key, label, every
+        known = read_json(counts_file) if counts_file.exists() else None
+        self.expected = (known or {}).get(key)
+        self.steps, self.t0, self.last = 0, time.monotonic(), time.monotonic()
+
+    def line(self, text):
+        if STEP.match(text):
+            self.steps += 1
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            el = now - self.t0
+            msg = f"  {self.label}: {self.steps} steps"
+            if self.expected:
+                frac = min(self.steps / self.expected, 0.99)
+                msg += f" of ~{self.expected} ({frac:.0%})"
+                if frac > 0.05:
+                    msg += f", ~{el / frac - el:.0f}s left"
+            log(f"{msg}, {el:.0f}s elapsed")
+
+    def done(self, ok):
+        if ok and self.steps:
+            known = (read_json(self.file) if self.file.exists() else None) or {}
+            known[self.key] = self.steps
+            atomic_write_json(self.file, known)
+
+
+def build(tree, bdir, compiler, targets, jobs, keep_going=True):
+    """make the given targets (objects like mm/compaction.o, or bzImage),
+    streaming Kbuild's output into a progress line every 30 s."""
+    cmd = ["make", "-C", str(tree), f"O={bdir.name}", *make_args(compiler),
+           f"-j{jobs}", *(["-k"] if keep_going else []), *targets]
+    from_clean = not any(bdir.glob("*/*.o")) and not (bdir / "vmlinux").exists()
+    stamp = bdir / ".kexpand-config"
+    key = f"{stamp.read_text().strip() if stamp.exists() else '-'} {compiler} " \
+          f"{' '.join(targets)}"
+    prog = BuildProgress(Path(tree).parent / "build-steps.json", key,
+                         f"building {' '.join(targets[:3])}"
+                         f"{' ...' if len(targets) > 3 else ''} in {bdir.name}")
+    log(f"building {' '.join(targets)} in {bdir.name}"
+        + (f" (~{prog.expected} steps last time)" if prog.expected else ""))
+    t0 = time.monotonic()
+    tail = collections.deque(maxlen=30)
+    proc = spawn(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                 stderr=subprocess.STDOUT, text=True, errors="replace")
+    try:
+        for text in proc.stdout:
+            tail.append(text.rstrip("\n"))
+            prog.line(text)
+        proc.wait()
+    except BaseException:
+        kill_group(proc)
+        raise
+    secs = time.monotonic() - t0
+    failed = [t for t in targets if t.endswith(".o") and
+              not (bdir / t).exists()]
+    if proc.returncode != 0 and not failed:
+        failed = [t for t in targets if not t.endswith(".o")]
+    prog.done(proc.returncode == 0)
+    text = "\n".join(tail)
+    if proc.returncode != 0 and MACHINE_FAILURE.search(text):
+        # not the code under test: report, never cache as the point's verdict
+        raise KexpandError(f"building {' '.join(targets)} in {bdir} failed "
+                           f"because of the machine, not the code:\n{text}", "infra")
+    return BuildResult(proc.returncode == 0, secs, text, failed,
+                       prog.steps, from_clean)
+
+
+def build_kernel(tree, bdir, compiler, jobs):
+    """The whole kernel: bzImage, and for gcc what external modules need
+    (modules_prepare). Used by the boot check and the scan alike; `info`
+    says how long it took and whether it started from a clean build dir."""
+    targets = ["bzImage", "modules_prepare"] if compiler == "gcc" else ["bzImage"]
+    b = build(tree, bdir, compiler, targets, jobs, keep_going=False)
+    b.info = {"full_build_s": round(b.seconds, 1), "from_clean": b.from_clean,
+              "jobs": jobs, "ok": b.ok, "steps": b.steps}
+    return b
+
+
+def obj_of(src):
+    if not src.endswith(".c"):
+        raise KexpandError(f"focus file {src} is not a .c file")
+    return src[:-2] + ".o"
+
+
+CMD_LINE = re.compile(r"^(?:saved)?cmd_\S+ := (.*)$", re.M)
+
+
+def compile_command(bdir, src):
+    """The exact compile command Kbuild ran for `src`, as an argv list,
+    from <bdir>/<dir>/.<name>.o.cmd. Kbuild writes `cmd_<target> := ...`
+    up to v6.2 and `savedcmd_<target> := ...` since v6.3 (commit
+    92215e7a801d); both are read. Post-steps that Kbuild chains with ';'
+    (objtool) are dropped."""
+    obj = obj_of(src)
+    cmdfile = bdir / Path(obj).parent / f".{Path(obj).name}.cmd"
+    if not cmdfile.exists():
+        raise KexpandError(f"{cmdfile} missing: {src} was not compiled by this "
+                           "config (is it in the build?)", "build")
+    text = cmdfile.read_text(errors="replace")
+    m = CMD_LINE.search(text)
+    if not m:
+        raise KexpandError(f"{cmdfile}: no 'cmd_{obj} := ...' or 'savedcmd_{obj} "
+                           ":= ...' line; kexpand cannot read this Kbuild's "
+                           "command files (please report it)", "infra")
+    try:
+        toks = shlex.split(m.group(1))
+    except ValueError as e:
+        raise KexpandError(f"{cmdfile}: cannot split the command ({e})", "infra")
+    argv = []
+    for tok in toks:
+        if tok == ";":
+            break
+        argv.append(tok)
+    return argv
+
+
+def strip_output(argv):
+    """argv without the dependency-file option, -c/-E/-S and -o X;
+    returns (flags, source)."""
+    out, skip = [], False
+    for tok in argv:
+        if skip:
+            skip = False
+            continue
+        if tok.startswith("-Wp,-MMD") or tok.startswith("-Wp,-MD"):
+            continue
+        if tok in ("-c", "-E", "-S"):
+            continue
+        if tok == "-o":
+            skip = True
+            continue
+        out.append(tok)
+    return out[:-1], out[-1]
+
+
+def preprocess_command(argv, output="-"):
+    """The compile command as preprocess-only, to stdout by default."""
+    flags, src = strip_output(argv)
+    return flags + ["-E", "-o", output, src]
+
+
+def object_command(argv, obj):
+    """The compile command writing a scratch object (for timing -c)."""
+    flags, src = strip_output(argv)
+    return flags + ["-c", "-o", obj, src]

@@ -1,0 +1,192 @@
+"""Settings: read once, up front, from the command line and the environment
+(the Makefile passes its variables as environment, never as shell text),
+validated into one Request that every stage receives. Nothing else in
+kexpand reads the environment.
+
+Environment (README, "Variables"): KEXPAND_WORK, KEXPAND_RESULTS,
+KEXPAND_CASES, KEXPAND_TARBALL, CASE, POINTS, FILES, KX_CC (make's CC=
+from the command line), KERNEL, A, B, FILE, GOOD, BAD, THRESHOLD, RUNS,
+JOBS, BOOT_TIMEOUT, NO_TIME, NO_BOOT, WRITE_FOCUS."""
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .util import REPO, KexpandError, Progress, Split
+
+COMPILERS = ("gcc", "clang")
+CONFIG_BASES = ("tinyconfig", "defconfig", "allnoconfig")
+DEFAULT_TARBALL = "/usr/src/linux-source-6.1.tar.xz"
+
+
+@dataclass
+class Request:
+    command: str
+    case: str = "minmax"
+    work: Path = None
+    results: Path = None
+    cases_dir: Path = REPO / "cases"
+    tarball: Path = Path(DEFAULT_TARBALL)
+    jobs: int = 1
+    runs: int | None = None           # None: by the command's duration
+    boot_timeout: int = 180
+    points: list = field(default_factory=list)     # empty: all
+    files: list = field(default_factory=list)      # empty: the focus files
+    compilers: list = field(default_factory=lambda: list(COMPILERS))
+    compilers_given: bool = False
+    kernel: str | None = None
+    a: str | None = None
+    b: str | None = None
+    file: str | None = None
+    good: str | None = None
+    bad: str | None = None
+    threshold: str | None = None
+    config_base: str = "tinyconfig"   # CONFIG=
+    kconfig: Path | None = None       # KCONFIG=: a user's .config
+    no_time: bool = False
+    no_boot: bool = False
+    write_focus: str | None = None
+    top: int = 20
+    repeat: int = 10
+    # set by the stages, not by the user
+    strict_config: bool = True        # False on a user's tree (KERNEL=)
+    progress: Progress = field(default_factory=Progress)
+    split: Split = field(default_factory=Split)
+
+
+def split_list(s):
+    return [x for x in (s or "").replace(",", " ").split() if x]
+
+
+def parse_int(name, value, lo, hi, example):
+    """A whole number in [lo, hi] or a user error naming the setting."""
+    s = str(value).strip()
+    if not re.fullmatch(r"[0-9]+", s) or not lo <= int(s) <= hi:
+        raise KexpandError(f"{name}={value!r}: give a whole number from {lo} to "
+                           f"{hi}, for example {name}={example}")
+    return int(s)
+
+
+THRESHOLD_UNITS = {"": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6,
+                   "g": 1e9, "gb": 1e9}
+
+
+def parse_threshold(s):
+    """THRESHOLD: bytes ('20000000', '20MB', '20M') or a ratio of GOOD's
+    bytes ('2x'). Returns ('bytes', n) or ('ratio', r)."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(x|[kmg]b?|)\s*", s or "",
+                     re.I)
+    if m:
+        v, unit = float(m.group(1)), m.group(2).lower()
+        if math.isfinite(v) and v > 0:
+            if unit == "x":
+                return ("ratio", v)
+            if v * THRESHOLD_UNITS[unit] < 1e15:
+                return ("bytes", int(v * THRESHOLD_UNITS[unit]))
+    raise KexpandError(f"THRESHOLD={s!r}: give bytes (THRESHOLD=20000000 or "
+                       "THRESHOLD=20MB) or a ratio of GOOD's bytes (THRESHOLD=2x)")
+
+
+def check_path_setting(name, path):
+    """A directory setting must be a directory or creatable as one."""
+    p = Path(path)
+    probe = p
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise KexpandError(f"{name}={path}: {probe} is not a directory; give a "
+                           "directory path", "infra")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise KexpandError(f"{name}={path}: {probe} is not writable by this "
+                           "user; give a writable directory", "infra")
+
+
+def from_env(command, args=None, env=None):
+    """The Request for `command`: explicit arguments (a dict of non-None
+    values) win over the environment. Raises KexpandError (exit 2 or 5)
+    before any work starts."""
+    env = os.environ if env is None else env
+    args = {k: v for k, v in (args or {}).items() if v is not None}
+
+    def get(key, envname):
+        if key in args:
+            return args[key]
+        v = env.get(envname, "")
+        return v if v.strip() else None
+
+    req = Request(command)
+    req.case = get("case", "CASE") or "minmax"
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", req.case):
+        raise KexpandError(f"CASE={req.case!r}: a case is a directory name "
+                           "under cases/, for example CASE=minmax")
+    work = env.get("KEXPAND_WORK") or str(
+        Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kexpand")
+    req.work = Path(work).expanduser().resolve()
+    req.results = Path(env.get("KEXPAND_RESULTS") or REPO / "results"
+                       ).expanduser().resolve()
+    req.cases_dir = Path(env.get("KEXPAND_CASES") or REPO / "cases").resolve()
+    req.tarball = Path(env.get("KEXPAND_TARBALL") or DEFAULT_TARBALL)
+    check_path_setting("KEXPAND_WORK", req.work)
+    check_path_setting("KEXPAND_RESULTS", req.results)
+    if req.results == req.work or req.results.is_relative_to(req.work):
+        raise KexpandError(f"KEXPAND_RESULTS={req.results} is inside the work "
+                           f"directory {req.work}; give a results directory "
+                           "outside it")
+    cpus = os.cpu_count() or 1
+    j = get("jobs", "JOBS")
+    req.jobs = parse_int("JOBS", j, 1, 4096, cpus) if j is not None else cpus
+    r = get("runs", "RUNS")
+    req.runs = parse_int("RUNS", r, 1, 1000, 5) if r is not None else None
+    t = get("boot_timeout", "BOOT_TIMEOUT")
+    req.boot_timeout = parse_int("BOOT_TIMEOUT", t, 10, 86400, 180) \
+        if t is not None else 180
+    req.points = split_list(get("points", "POINTS"))
+    req.files = split_list(get("files", "FILES"))
+    cc = split_list(get("cc", "KX_CC"))
+    if cc:
+        req.compilers_given = True
+        if cc == ["both"]:
+            cc = list(COMPILERS)
+        bad = [c for c in cc if c not in COMPILERS]
+        if bad:
+            raise KexpandError(f"CC={' '.join(cc)}: unknown compiler "
+                               f"{', '.join(bad)}; give CC=gcc, CC=clang or CC=both")
+        req.compilers = list(dict.fromkeys(cc))
+    for key, envname in (("kernel", "KERNEL"), ("a", "A"), ("b", "B"),
+                         ("file", "FILE"), ("good", "GOOD"), ("bad", "BAD"),
+                         ("write_focus", "WRITE_FOCUS")):
+        v = get(key, envname)
+        if v is not None:
+            v = v.strip()
+            if "\0" in v or "\n" in v:
+                raise KexpandError(f"{envname}={v!r}: no newlines or NUL bytes")
+        setattr(req, key, v)
+    base = get("config", "CONFIG")
+    if base is not None:
+        if base not in CONFIG_BASES:
+            raise KexpandError(f"CONFIG={base!r}: give one of {', '.join(CONFIG_BASES)} "
+                               "(or KCONFIG=path/to/.config)")
+        req.config_base = base
+    kc = get("kconfig", "KCONFIG")
+    if kc is not None:
+        p = Path(kc).expanduser().resolve()
+        if not p.is_file():
+            raise KexpandError(f"KCONFIG={kc}: no such file; give the path of a "
+                               "kernel .config")
+        req.kconfig = p
+    req.threshold = get("threshold", "THRESHOLD")
+    if req.threshold is not None:
+        parse_threshold(req.threshold)
+    for key, envname in (("no_time", "NO_TIME"), ("no_boot", "NO_BOOT")):
+        v = args.get(key)
+        if v is None:
+            raw = (env.get(envname) or "").strip()
+            if raw not in ("", "0", "1"):
+                raise KexpandError(f"{envname}={raw!r}: give {envname}=1 (or 0)")
+            v = raw == "1"
+        setattr(req, key, bool(v))
+    for key in ("top", "repeat"):
+        if key in args:
+            setattr(req, key, parse_int(f"--{key}", args[key], 1, 100000, 20))
+    return req

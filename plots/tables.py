@@ -1,0 +1,240 @@
+"""Markdown and CSV tables that compare.py writes: the series tables, an
+A-vs-B report, the scan ranking, boots and the conformance matrix. Pure
+functions from records (dicts) to text; compare.py reads and writes."""
+import csv
+import io
+
+
+def csv_text(columns, rows):
+    """CSV with `columns` (other keys of the rows are ignored)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n",
+                       extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def fmt_bytes(n):
+    if n in (None, ""):
+        return "-"
+    return f"{n:,}"
+
+
+def ok(e):
+    return bool(e) and e.get("status") == "ok"
+
+
+def fmt_time(t):
+    if not t:
+        return "-"
+    return f"{t['median_s']:.3f} ± {t['stddev_s']:.3f}"
+
+
+def tables(index, records):
+    """Markdown: per compiler, bytes and longest lines per (file, point),
+    times with spread, and the hottest source line of each point."""
+    by = {(r["commit"], r["compiler"]): r for r in records}
+    points = index["points"]
+    out = [f"# Expansion per series point ({index.get('case')}, "
+           f"{index.get('package')})", "",
+           "Bytes of preprocessor output (`-E`) of each focus file, measured "
+           "with the file's exact Kbuild command: exact and deterministic. "
+           "Times: hyperfine median ± standard deviation in seconds, noisy "
+           "(a shared 2-core machine).", ""]
+    header = "| file | " + " | ".join(p["name"] for p in points) + " |"
+    rule = "|---|" + "---:|" * len(points)
+    for cc in sorted({r["compiler"] for r in records}):
+        recs = [by.get((p["commit"], cc)) for p in points]
+        if not any(recs):
+            continue
+        ver = next(r for r in recs if r)["compiler_version"]
+        cols = [
+            ("Expanded bytes", lambda e: fmt_bytes(e.get("expanded_bytes"))),
+            ("Longest line, bytes", lambda e: fmt_bytes(e.get("longest_line_bytes"))),
+            ("-E time, s", lambda e: fmt_time(e.get("time_E"))),
+            ("-c time, s", lambda e: fmt_time(e.get("time_c"))),
+            ("Peak RSS of -c, kB", lambda e: fmt_bytes((e.get("time_c") or {}).get("peak_rss_kb"))),
+        ]
+        for title, cell in cols:
+            out += [f"## {title}, {cc} ({ver})", "", header, rule]
+            for f in index["files"]:
+                cells = []
+                for r in recs:
+                    e = r["files"].get(f) if r else None
+                    cells.append(cell(e) if ok(e) else (e or {}).get("status", "-"))
+                out.append(f"| {f} | " + " | ".join(cells) + " |")
+            out.append("")
+        out += [f"## Hottest source line per point, {cc}", "",
+                "Counts on that line: `__builtin_choose_expr`, statement "
+                "expressions `({`, and `__UNIQUE_ID_` names.", "",
+                "| file | point | line | bytes | choose_expr | `({` | unique_id | source |",
+                "|---|---|---|---:|---:|---:|---:|---|"]
+        for f in index["files"]:
+            for p, r in zip(points, recs):
+                e = r["files"].get(f) if r else None
+                if not ok(e) or not e.get("hot_lines"):
+                    continue
+                h = e["hot_lines"][0]
+                src = h["source"].replace("|", "\\|")[:120]
+                out.append(f"| {f} | {p['name']} | {h['at']} | {h['bytes']:,} | "
+                           f"{h['choose_expr']} | {h['stmt_expr']} | {h['unique_id']} | `{src}` |")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def direction(ratio):
+    if ratio is None:
+        return ""
+    if ratio >= 1:
+        return f"{ratio:.2f}x ({ratio:.1f}x larger)" if ratio >= 1.005 else "1.00x (same)"
+    return f"{ratio:.4g}x ({1 / ratio:.1f}x smaller)"
+
+
+def pair_markdown(pair, rows):
+    a, b = pair["a"], pair["b"]
+    out = [f"# {a['ref']} .. {b['ref']}", "",
+           f"- A: `{a['commit'][:12]}` {a['subject']}",
+           f"- B: `{b['commit'][:12]}` {b['subject']}",
+           f"- tree: {pair['package']}",
+           f"- reproduce: `{pair['command']}`", "",
+           "Bytes: exact size of the `-E` output. Compile time: hyperfine "
+           "median ± stddev of the file's exact `-c` command; *significant* "
+           "means Welch's t-test on the raw samples gives p < 0.05 and the "
+           "medians differ by more than the measured noise (the larger "
+           "relative standard deviation of A and B). A and B are timed at "
+           "different moments: on a shared machine a change of load between "
+           "them is not in the within-run noise, so treat a *significant* "
+           "time change with unchanged bytes with suspicion.", ""]
+    for cc in pair["compilers"]:
+        cr = [r for r in rows if r["compiler"] == cc]
+        if not cr:
+            continue
+        out += [f"## {cc}", "",
+                "| file | bytes A | bytes B | B/A | -c A, s | -c B, s | B/A | significant (p, noise) | RSS A kB | RSS B kB |",
+                "|---|---:|---:|---|---:|---:|---:|---|---:|---:|"]
+        for r in cr:
+            if r["status"] != "ok":
+                out.append(f"| {r['file']} | {r['status']} |||||||||")
+                continue
+            t = "c_time_a_s" in r
+            out.append(
+                f"| {r['file']} | {r['bytes_a']:,} | {r['bytes_b']:,} | "
+                f"{direction(r['bytes_ratio'])} | "
+                + (f"{r['c_time_a_s']:.3f} ± {r['c_sd_a']:.3f} | "
+                   f"{r['c_time_b_s']:.3f} ± {r['c_sd_b']:.3f} | "
+                   f"{r['c_time_ratio']:.3g} | "
+                   f"{'yes' if r['significant'] else 'no'} (p={r['c_time_p_value']}, "
+                   f"noise {r['noise_rel']:.1%}) | "
+                   f"{fmt_bytes(r['peak_rss_a_kb'])} | {fmt_bytes(r['peak_rss_b_kb'])} |"
+                   if t else "- | - | - | not timed | - | - |"))
+        out.append("")
+        for r in cr:
+            if r["status"] != "ok" or r["bytes_a"] == r["bytes_b"]:
+                continue
+            grew = r["bytes_b"] > r["bytes_a"]
+            out += [f"### {r['file']} ({cc}): hottest lines, "
+                    f"{'B grew' if grew else 'B shrank'} by "
+                    f"{abs(r['bytes_b'] - r['bytes_a']):,} bytes", "",
+                    "| side | line | bytes | choose_expr | `({` | unique_id | source |",
+                    "|---|---|---:|---:|---:|---:|---|"]
+            for side, hot in (("A", r["hot_a"]), ("B", r["hot_b"])):
+                for h in hot[:3]:
+                    src = h["source"].replace("|", "\\|")[:140]
+                    out.append(f"| {side} | {h['at']} | {h['bytes']:,} | "
+                               f"{h['choose_expr']} | {h['stmt_expr']} | "
+                               f"{h['unique_id']} | `{src}` |")
+            out.append("")
+    return "\n".join(out) + "\n"
+
+
+CONFORMANCE_FIXED = ["snippet", "question", "expected", "claim", "differs_from_claim"]
+
+
+def matrix_rows(snippets, results_by_point, points):
+    """Conformance rows: one per snippet, a cell per point, the seeds'
+    expectation, and the points where the result differs from it."""
+    rows = []
+    for s in snippets:
+        row = {"snippet": s["name"], "question": s["title"]}
+        for pt in points:
+            r = results_by_point.get(pt, {}).get(s["name"])
+            row[pt] = r["verdict"] if r else ""
+        row["expected"] = "; ".join(f"{p}: {e['verdict']}" for p, e in s["expect"].items())
+        row["claim"] = "; ".join(e["claim"] for e in s["expect"].values() if e["claim"])
+        row["differs_from_claim"] = "; ".join(
+            p for p, e in s["expect"].items()
+            if row.get(p) and row[p] != e["verdict"])
+        rows.append(row)
+    return rows
+
+
+def conformance_markdown(snippets, by_point, points, rows):
+    md = ["# Conformance: compile-time behaviour of each point's minmax.h", "",
+          "Each snippet compiled with the point's exact Kbuild flags (gcc): "
+          "accepted, warned (compiles with a warning) or rejected (error). "
+          "*expected* is what the seeds claim, where they make a claim. "
+          "Bold: the points differ on this snippet.", "",
+          "| snippet | " + " | ".join(points) + " | expected (seeds) | differs |",
+          "|---|" + "---|" * (len(points) + 2)]
+    for r in rows:
+        varies = len({r[p] for p in points if r[p]}) > 1
+        cells = [f"**{r[p]}**" if varies and r[p] else r[p] for p in points]
+        md.append(f"| {r['question'].replace('|', '/')} | " + " | ".join(cells) +
+                  f" | {r['expected']} | {r['differs_from_claim'] or ''} |")
+    md += ["", "Messages (first diagnostic per snippet and point):", ""]
+    for s_ in snippets:
+        for p in points:
+            m = by_point[p].get(s_["name"], {}).get("message")
+            if m:
+                md.append(f"- {s_['name']} at {p}: `{m[:160]}`")
+    md += ["", "Claims:", ""] + [f"- {r['snippet']}: {r['claim']}" for r in rows if r["claim"]]
+    return "\n".join(md) + "\n"
+
+
+def boot_markdown(rows):
+    """rows: [(point entry of the series index, boot record)]."""
+    md = ["# Boot checks (QEMU, TCG, no network)", "",
+          "| point | commit | status | seconds to /init | passed | failed | skipped | failures |",
+          "|---|---|---|---:|---:|---:|---:|---|"]
+    for p, b in rows:
+        md.append(f"| {p['name']} | `{p['commit'][:12]}` | {b['status']} | "
+                  f"{b.get('boot_s') or '-'} | {b.get('tests_passed', 0)} | "
+                  f"{b.get('tests_failed', 0)} | {b.get('tests_skipped', 0)} | "
+                  f"{' '.join(b.get('failures') or [])} |")
+    return "\n".join(md) + "\n"
+
+
+def ranking_markdown(pair, rows, sa, sb):
+    """The scan ranking of A..B: rows from ranking.csv, sa/sb the scans."""
+    a, b, top, focus = pair["a"]["ref"], pair["b"]["ref"], pair.get("top", 20), \
+        set(pair.get("focus") or [])
+    md = [f"# Files by expansion growth, {a} .. {b}", "",
+          f"- {sa['n_files']} C files at {a}: {sa['total_bytes']:,} bytes of -E "
+          f"output; {sb['n_files']} at {b}: {sb['total_bytes']:,} bytes "
+          f"({sb['total_bytes'] / sa['total_bytes']:.3f}x).",
+          f"- full build: {sa['build']['full_build_s']} s and "
+          f"{sb['build']['full_build_s']} s (-j{sb['build']['jobs']}; "
+          f"from clean: {sa['build']['from_clean']}, {sb['build']['from_clean']}).",
+          f"- scan wall time {sb['scan_seconds']} s for {sb['n_files']} files; "
+          f"files x median -E time / workers = {sb['ideal_seconds']} s; ratio "
+          f"{sb['overhead_ratio']}.", "",
+          f"## Top {top} by absolute growth", "",
+          "| # | file | bytes A | bytes B | growth | ratio | focus file | hottest line at B |",
+          "|---:|---|---:|---:|---:|---:|---|---|"]
+    for i, r in enumerate(rows[:top], 1):
+        hot = (sb["files"].get(r["file"]) or {}).get("hot") or {}
+        md.append(f"| {i} | {r['file']} | {r['bytes_a']:,} | {r['bytes_b']:,} | "
+                  f"{r['growth_bytes']:+,} | {r['growth_ratio']} | "
+                  f"{'yes' if r['file'] in focus else ''} | "
+                  f"{hot.get('at', '')} ({hot.get('bytes', 0):,} B) |")
+    by_ratio = sorted((r for r in rows if r["growth_ratio"]),
+                      key=lambda r: -r["growth_ratio"])[:top]
+    md += ["", f"## Top {top} by growth ratio", "",
+           "| # | file | bytes A | bytes B | ratio |", "|---:|---|---:|---:|---:|"]
+    for i, r in enumerate(by_ratio, 1):
+        md.append(f"| {i} | {r['file']} | {r['bytes_a']:,} | {r['bytes_b']:,} | "
+                  f"{r['growth_ratio']} |")
+    n_focus = sum(1 for r in rows[:top] if r["file"] in focus)
+    md += ["", f"{n_focus} of the top {top} by absolute growth are focus files."]
+    return "\n".join(md) + "\n"
