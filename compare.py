@@ -128,7 +128,9 @@ def write_pair_report(results, outdir):
     rows = pair_rows(pair, records)
     atomic_write(outdir / "compare.csv", tables.csv_text(
         COMPARE_COLUMNS, [r for r in rows if r["status"] == "ok"]))
-    atomic_write(outdir / "report.md", tables.pair_markdown(pair, rows))
+    changes = read_json(outdir / "lines.json") if (outdir / "lines.json").exists() else None
+    atomic_write(outdir / "report.md", tables.pair_markdown(
+        pair, rows, changes if isinstance(changes, dict) else None))
     for cc in pair["compilers"]:
         cr = [r for r in rows if r["compiler"] == cc and r["status"] == "ok"]
         if not cr:

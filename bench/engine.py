@@ -48,6 +48,9 @@ class Cache:
     def conformance_key(self, commit, ccver, chash, snippet_hash):
         return self._key(commit, "gcc", ccver, chash, "conformance", snippet_hash)
 
+    def lines_key(self, commit, cc, ccver, chash, f):
+        return self._key(commit, cc, ccver, chash, f, "lines", ANALYZER_VERSION)
+
     def scan_key(self, commit, cc, ccver, chash):
         return self._key(commit, cc, ccver, chash, "scan", ANALYZER_VERSION)
 
@@ -107,22 +110,26 @@ def tree_path(p):
     return p[3:] if p.startswith("../") else p
 
 
-def source_text(bdir, relpath, line, maxlines=6):
-    """The source statement at relpath:line: that line plus continuation
-    lines while parentheses are open."""
-    if relpath.startswith("<"):
-        return ""
-    try:
-        lines = (bdir / relpath).read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
+def statement(text, line, maxlines=6):
+    """The source statement at `line` of `text`: that line plus
+    continuation lines while parentheses are open."""
     out, depth = [], 0
-    for text in lines[line - 1:line - 1 + maxlines]:
-        out.append(text.strip())
-        depth += text.count("(") - text.count(")")
+    for s in text.splitlines()[line - 1:line - 1 + maxlines]:
+        out.append(s.strip())
+        depth += s.count("(") - s.count(")")
         if depth <= 0:
             break
     return " ".join(out)
+
+
+def source_text(bdir, relpath, line):
+    """The statement at relpath:line (relative to the build dir)."""
+    if relpath.startswith("<"):
+        return ""
+    try:
+        return statement((bdir / relpath).read_text(errors="replace"), line)
+    except OSError:
+        return ""
 
 
 def measure_file(bdir, src):

@@ -96,8 +96,9 @@ def pair_dir(req, kind, a, b):
 
 def measure_commits(req, case, tree, todo, files, package, timed=True):
     """Measure [(name, commit)] x compilers x files through the cache and
-    write one record per (commit, compiler). Returns the worst exit code."""
-    worst = 0
+    write one record per (commit, compiler). Returns the worst exit code
+    and the records written, by (commit, compiler)."""
+    worst, written = 0, {}
     for cc in req.compilers:
         for name, commit in todo:
             req.progress.step(f"{name} / {cc}")
@@ -106,8 +107,10 @@ def measure_commits(req, case, tree, todo, files, package, timed=True):
             rec["package"] = package
             if any(e["status"] != "ok" for e in rec["files"].values()):
                 worst = max(worst, 3)
-            results.write_record(req.results, results.merge_record(req.results, rec))
-    return worst
+            rec = results.merge_record(req.results, rec)
+            results.write_record(req.results, rec)
+            written[(commit, cc)] = rec
+    return worst, written
 
 
 def write_series_index(req, case, commits, package, files):

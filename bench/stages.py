@@ -10,7 +10,7 @@ import time
 from kbuild import boot, build, conformance, series, trees
 from kbuild.util import KexpandError, atomic_write_json, log, read_json, work_lock
 
-from . import engine, results, timing
+from . import engine, lines, results, timing
 from .points import (check_file_names, check_files_exist, measure_commits, open_tree,
                      pair_dir, require_tools, select, write_series_index)
 
@@ -166,7 +166,7 @@ def cmd_bench(req, case):
             # build directory and its time is a clean-build time
             worst = max(worst, boot_points(req, case, tree, todo))
         worst = max(worst, measure_commits(req, case, tree, todo, files, package,
-                                           timed=not req.no_time))
+                                           timed=not req.no_time)[0])
         conformance_points(req, case, tree, todo)
         index = write_series_index(req, case, commits, package, files)
         records = results.load_records(req.results)
@@ -231,9 +231,10 @@ def cmd_compare(req, case):
         ca, cb = trees.resolve(repo, req.a), trees.resolve(repo, req.b)
         for c in (ca, cb):
             check_files_exist(tree, files, focus, commit=c)
-        worst = measure_commits(req, case, tree, [(req.a, ca), (req.b, cb)],
-                                files, package, timed=not req.no_time)
+        worst, recs = measure_commits(req, case, tree, [(req.a, ca), (req.b, cb)],
+                                      files, package, timed=not req.no_time)
         out = pair_dir(req, "compare", req.a, req.b)
+        write_changed_lines(req, case, tree, recs, ca, cb, files, out)
         atomic_write_json(out / "pair.json", {
             "a": {"ref": req.a, "commit": ca, "subject": trees.subject(repo, ca)},
             "b": {"ref": req.b, "commit": cb, "subject": trees.subject(repo, cb)},
@@ -244,10 +245,26 @@ def cmd_compare(req, case):
     return worst
 
 
+def write_changed_lines(req, case, tree, recs, ca, cb, files, out):
+    """lines.json: the source lines whose bytes changed most from A to B
+    (first compiler, the files measured ok at both)."""
+    cc = req.compilers[0]
+    ok = [f for f in files if all(recs[(c, cc)]["files"][f]["status"] == "ok"
+                                  for c in (ca, cb))]
+    if ca == cb or not ok:
+        rows = []
+    else:
+        req.progress.say(f"  matching source lines of {len(ok)} files across A and B ({cc})")
+        with req.split.timed("expansion"):
+            rows = lines.changed_lines(req, case, tree, ca, cb, cc, ok)
+    atomic_write_json(out / "lines.json", {"compiler": cc, "files": ok, "lines": rows})
+
+
 def make_command(req):
     """The `make` line a user can paste to reproduce this run."""
     parts = ["make", req.command]
-    for var, val in (("KERNEL", req.kernel), ("A", req.a), ("B", req.b),
+    for var, val in (("CASE", None if req.case == "minmax" else req.case),
+                     ("KERNEL", req.kernel), ("A", req.a), ("B", req.b),
                      ("FILE", req.file), ("GOOD", req.good), ("BAD", req.bad),
                      ("THRESHOLD", req.threshold),
                      ("FILES", " ".join(req.files) or None),

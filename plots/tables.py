@@ -91,13 +91,38 @@ def direction(ratio):
     return f"{ratio:.4g}x ({1 / ratio:.1f}x smaller)"
 
 
-def pair_markdown(pair, rows):
+def changed_lines_markdown(changes):
+    """The lines.json of a compare: the source lines whose bytes changed
+    most, matched across A and B through their diff."""
+    rows = changes.get("lines") or []
+    n = len(changes.get("files") or [])
+    out = [f"## Source lines whose expansion changed most ({changes.get('compiler')}, "
+           f"summed over {n} file{'s' if n != 1 else ''})", ""]
+    if not rows:
+        return out + ["No source line's bytes changed.", ""]
+    out += ["Lines of A and B are matched through `git diff A B` (line numbers "
+            "shift); *files* is how many of the measured files that line's "
+            "bytes changed in (a header line reaching several files shows once).",
+            "", "| line at A | line at B | bytes A | bytes B | change | files | source |",
+            "|---|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        src = (r.get("source") or "").replace("|", "\\|")[:140]
+        out.append(f"| {r['at_a'] or '(new)'} | {r['at_b'] or '(removed)'} | "
+                   f"{r['bytes_a']:,} | {r['bytes_b']:,} | {r['delta']:+,} | "
+                   f"{r['files']} of {n} | `{src}` |")
+    return out + [""]
+
+
+def pair_markdown(pair, rows, changes=None):
     a, b = pair["a"], pair["b"]
     out = [f"# {a['ref']} .. {b['ref']}", "",
            f"- A: `{a['commit'][:12]}` {a['subject']}",
            f"- B: `{b['commit'][:12]}` {b['subject']}",
-           f"- tree: {pair['package']}",
-           f"- reproduce: `{pair['command']}`", "",
+           f"- tree: {pair['package']}" + (f", config: {pair['config']}"
+                                            if pair.get("config") else ""),
+           f"- reproduce: `{pair.get('make_command') or pair['command']}`"
+           + (f" (internally: `{pair['command']}`)" if pair.get("make_command") else ""),
+           "",
            "Bytes: exact size of the `-E` output. Compile time: hyperfine "
            "median ± stddev of the file's exact `-c` command; *significant* "
            "means Welch's t-test on the raw samples gives p < 0.05 and the "
@@ -145,6 +170,8 @@ def pair_markdown(pair, rows):
                                f"{h['choose_expr']} | {h['stmt_expr']} | "
                                f"{h['unique_id']} | `{src}` |")
             out.append("")
+    if changes is not None:
+        out += changed_lines_markdown(changes)
     return "\n".join(out) + "\n"
 
 

@@ -366,6 +366,16 @@ def test_user_tree_with_local_changes_measured_committed_only(fake, tmp_path):
     setup = next(r for r in rows if r.startswith("arch/x86/xen/setup.c"))
     a, b = map(int, setup.split(",")[2:4])
     assert b > a
+    # the one changed line is named, with its bytes on both sides
+    ch = json.loads((out / "lines.json").read_text())
+    top = ch["lines"][0]
+    assert top["at_a"] == top["at_b"] == "arch/x86/xen/setup.c:6"
+    assert 0 < top["bytes_a"] < top["bytes_b"] and top["files"] == 1
+    assert top["source"].startswith("extra_pages = min3(min3(1, 2, 3) * min(")
+    md = (out / "report.md").read_text()
+    assert (f"| arch/x86/xen/setup.c:6 | arch/x86/xen/setup.c:6 | {top['bytes_a']:,} | "
+            f"{top['bytes_b']:,} |") in md
+    assert "reproduce: `make compare CASE=fake KERNEL=" in md and "'A=HEAD~1' B=HEAD" in md
 
 
 def test_missing_tool_names_the_package(fake):
