@@ -9,7 +9,7 @@ PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev libc
               qemu-system-x86 \
               xz-utils git python3 python3-matplotlib python3-markdown clang lld llvm \
               hyperfine time
-PKGS_test  := $(PKGS_bench) python3-pytest chromium
+PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 
 .PHONY: all bench bench-analyzer boot scan prepare plots compare bisect test unit-test clean deps-bench deps-test
 

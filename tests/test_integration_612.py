@@ -1,0 +1,122 @@
+"""Integration on a second real kernel: Debian's linux-source-6.12, whose
+Kbuild (v6.3+) writes `savedcmd_` lines in its .cmd files. The tarball is
+made a git tree with commits of the test's own that change expansion in
+known ways; compare, bisect and scan run on it through make, as a user
+types them, and the user's tree is left byte for byte as it was."""
+import csv
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
+pytestmark = pytest.mark.integration
+
+PROBE_MIN = "\nint kx_probe_min(int a, int b)\n{\n\treturn min(a, b);\n}\n"
+PROBE_MIN3 = "\nint kx_probe_min3(int a, int b, int c)\n{\n\treturn min3(a, b, c);\n}\n"
+
+
+def git(tree, *args):
+    return subprocess.run(["git", "-C", str(tree), "-c", "user.name=t", "-c",
+                           "user.email=t@t", *args], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def append(path, text):
+    path.write_text(path.read_text() + text)
+
+
+@pytest.fixture(scope="module")
+def k612(tmp_path_factory):
+    if not TARBALL.exists():
+        pytest.fail("linux-source-6.12 is not installed: run 'make test', "
+                    "which installs it")
+    base = tmp_path_factory.mktemp("k612")
+    user = base / "linux-6.12"
+    user.mkdir()
+    subprocess.run(["tar", "-xf", TARBALL, "-C", user, "--strip-components=1"],
+                   check=True)
+    git(user, "init", "-q")
+    git(user, "add", "-A", "-f", ".")
+    git(user, "commit", "-qm", "linux-source-6.12 as packaged")
+    append(user / "mm/compaction.c", PROBE_MIN)
+    git(user, "commit", "-qam", "mm: a min() of two ints")          # HEAD~2
+    append(user / "README", "\nA comment that changes no expansion.\n")
+    git(user, "commit", "-qam", "README: a comment")                # HEAD~1
+    append(user / "mm/compaction.c", PROBE_MIN3)
+    git(user, "commit", "-qam", "mm: a min3() of three ints")       # HEAD
+    from kbuild import trees
+    env = dict(os.environ, KEXPAND_WORK=str(base / "work"),
+               KEXPAND_RESULTS=str(base / "results"))
+    snap = trees.snapshot(user)
+    yield base, user, env
+    # the user's tree, after every test: as it was
+    assert trees.snapshot(user) == snap
+    subprocess.run(["rm", "-rf", str(base / "work"), str(user)])
+
+
+def mk(env, target, **variables):
+    p = subprocess.run(["make", "-s", "-C", str(REPO), target,
+                        *(f"{k}={v}" for k, v in variables.items())],
+                       env=env, capture_output=True, text=True, timeout=3000)
+    if p.returncode != 0:
+        pytest.fail(f"make {target} exit {p.returncode}:\n{p.stdout[-3000:]}\n"
+                    f"{p.stderr[-3000:]}")
+    return p
+
+
+def probe_line(user, commit, text):
+    body = git(user, "show", f"{commit}:mm/compaction.c").splitlines()
+    return body.index(text) + 1
+
+
+def test_compare_on_612_names_the_new_line(k612):
+    base, user, env = k612
+    p = mk(env, "compare", KERNEL=user, A="HEAD~3", B="HEAD~2", CC="gcc",
+           NO_TIME=1, FILES="mm/compaction.c arch/x86/xen/setup.c")
+    assert "uncommitted" not in p.stderr
+    out = next((base / "results/compare").glob("HEAD_3-*..HEAD_2-*"))
+    rows = {r["file"]: r for r in csv.DictReader(open(out / "compare.csv"))}
+    comp, setup = rows["mm/compaction.c"], rows["arch/x86/xen/setup.c"]
+    assert int(comp["bytes_b"]) > int(comp["bytes_a"]) > 1_000_000
+    assert setup["bytes_a"] == setup["bytes_b"]          # not touched
+    # the commands came from 6.3+ style .cmd files
+    cmd = next((base / "work/trees").glob("*/kb-*-gcc/mm/.compaction.o.cmd"))
+    assert cmd.read_text().startswith("savedcmd_mm/compaction.o := ")
+    # the only changed line is named, new in B, with its bytes
+    ch = json.load(open(out / "lines.json"))
+    line = probe_line(user, "HEAD~2", "\treturn min(a, b);")
+    top = ch["lines"][0]
+    assert (top["at_a"], top["at_b"]) == (None, f"mm/compaction.c:{line}")
+    assert top["bytes_a"] == 0 and top["bytes_b"] > 100 and top["files"] == 1
+    # every line that changed is one of the new function's, nothing shifted
+    assert all(r["at_a"] is None and r["at_b"].startswith("mm/compaction.c:")
+               for r in ch["lines"])
+    md = (out / "report.md").read_text()
+    assert f"| (new) | mm/compaction.c:{line} |" in md
+
+
+def test_bisect_on_612(k612):
+    base, user, env = k612
+    p = mk(env, "bisect", KERNEL=user, FILE="mm/compaction.c", GOOD="HEAD~3",
+           BAD="HEAD", THRESHOLD="1.00002x")
+    res = json.load(open(next((base / "results/bisect").glob("*/mm_compaction.c.json"))))
+    assert res["first_bad"] == git(user, "rev-parse", "HEAD~2").strip()
+    assert res["agrees_with_per_commit_measurements"]
+    b = [c["bytes"] for c in res["per_commit"]]
+    assert b[0] < b[1] == b[2] < b[3]           # min(), a comment, min3()
+    assert "mm: a min() of two ints" in p.stdout
+
+
+def test_scan_on_612_ranks_the_changed_file_first(k612):
+    base, user, env = k612
+    mk(env, "scan", KERNEL=user, A="HEAD~3", B="HEAD~2")
+    out = next((base / "results/scan").glob("HEAD_3-*..HEAD_2-*"))
+    rows = list(csv.DictReader(open(out / "ranking.csv")))
+    assert len(rows) > 300
+    assert rows[0]["file"] == "mm/compaction.c" and int(rows[0]["growth_bytes"]) > 0
+    assert all(int(r["growth_bytes"]) == 0 for r in rows[1:])
+    assert "mm/compaction.c" in (out / "ranking.md").read_text()
