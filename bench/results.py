@@ -9,6 +9,7 @@ import datetime
 import hashlib
 import io
 import platform
+import re
 from pathlib import Path
 
 # compare.py reads results/ through this module only; these helpers are
@@ -82,10 +83,11 @@ def record_ok(rec):
 def safe_name(ref):
     """A directory name for a ref. Characters other than [A-Za-z0-9-_.+]
     become '_', and when that changed anything a short hash of the ref is
-    appended, so two different refs never share a directory."""
+    appended (also to a plain name that already ends like such a hash),
+    so two different refs never share a directory."""
     s = "".join(c if c.isalnum() and c.isascii() or c in "-_.+" else "_"
                 for c in ref)
-    if s != ref or s.startswith("."):
+    if s != ref or s.startswith(".") or re.search(r"-[0-9a-f]{6}$", s):
         s = f"{s.lstrip('.')}-{hashlib.sha256(ref.encode()).hexdigest()[:6]}"
     return s
 

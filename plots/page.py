@@ -2,6 +2,7 @@
 compare, bisect and scan run, with relative links, viewable offline.
 Markdown goes through Debian's python3-markdown (tables extension)."""
 import html
+import re
 from pathlib import Path
 
 import markdown
@@ -9,8 +10,14 @@ import markdown
 from bench.results import atomic_write, log, read_json
 
 
+CODE_SPAN = re.compile(r"<code>(.*?)</code>", re.S)
+
+
 def md_to_html(md):
-    return markdown.markdown(md, extensions=["tables"])
+    """Markdown with tables; a pipe escaped inside a table cell's code span
+    (`a\\|b`) shows as a plain pipe, as on GitHub."""
+    out = markdown.markdown(md, extensions=["tables"])
+    return CODE_SPAN.sub(lambda m: "<code>" + m.group(1).replace("\\|", "|") + "</code>", out)
 
 
 PAGE_STYLE = """body{font-family:sans-serif;margin:1.5em;max-width:1200px}

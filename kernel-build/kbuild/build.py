@@ -263,7 +263,10 @@ def compile_command(bdir, src):
                            ":= ...' line; kexpand cannot read this Kbuild's "
                            "command files (please report it)", "infra")
     try:
-        toks = shlex.split(m.group(1))
+        # ';' separates Kbuild's post-steps even when glued to a word
+        lex = shlex.shlex(m.group(1), posix=True, punctuation_chars=";")
+        lex.whitespace_split = True
+        toks = list(lex)
     except ValueError as e:
         raise KexpandError(f"{cmdfile}: cannot split the command ({e})", "infra")
     argv = []

@@ -1,0 +1,249 @@
+"""The architecture rules of DESIGN.md, checked on the sources with `ast`:
+imports point upstream only (kernel-build/ <- bench/ <- compare.py, plots/),
+sys.path is touched only by the entry points, no source file grows past
+400 lines, and nothing reads the environment at import time. Each checker
+is also run on small synthetic snippets, so a checker that cannot see a
+violation fails here too."""
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+MAX_LINES = 400
+SYS_PATH_ALLOWED = {"bench/kexpand.py", "compare.py", "tests/conftest.py"}
+
+
+def sources():
+    """Every Python file of the work tree (tracked or not), as
+    {relative posix path: text}."""
+    out = {}
+    for p in sorted(REPO.rglob("*.py")):
+        rel = p.relative_to(REPO)
+        if any(part.startswith(".") or part in ("__pycache__", "results")
+               for part in rel.parts):
+            continue
+        out[rel.as_posix()] = p.read_text()
+    return out
+
+
+SOURCES = sources()
+
+
+# ---------------------------------------------------------------- checkers
+
+def imported_modules(text):
+    """Top-level names of absolute imports (import x.y, from x import y,
+    importlib.import_module('x'), __import__('x')), with line numbers.
+    Relative imports (from . import z) stay inside their package."""
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            out += [(a.name.split(".")[0], node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append((node.module.split(".")[0], node.lineno))
+        elif isinstance(node, ast.Call) and node.args and \
+                isinstance(node.args[0], ast.Constant) and \
+                isinstance(node.args[0].value, str):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+            if name in ("import_module", "__import__"):
+                out.append((node.args[0].value.split(".")[0], node.lineno))
+    return out
+
+
+def forbidden_imports(text, forbidden):
+    return [f"line {n}: imports {m}" for m, n in imported_modules(text)
+            if m in forbidden]
+
+
+def sys_path_uses(text):
+    """Lines that touch the import path: sys.path (any use), `from sys
+    import path`, site.addsitedir."""
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Attribute) and node.attr == "path" and \
+                isinstance(node.value, ast.Name) and node.value.id == "sys":
+            out.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.module == "sys" and \
+                any(a.name == "path" for a in node.names):
+            out.append(node.lineno)
+        elif isinstance(node, ast.Attribute) and node.attr == "addsitedir":
+            out.append(node.lineno)
+    return sorted(set(out))
+
+
+def import_time_nodes(tree):
+    """The nodes that run when the module is imported: everything except
+    function and lambda bodies (decorators, default values and annotations
+    of a def do run at import; so do class bodies)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            todo += node.decorator_list + a.defaults + \
+                [d for d in a.kw_defaults if d is not None]
+            todo += [x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs
+                     + [a.vararg, a.kwarg] if x is not None and x.annotation]
+            if node.returns:
+                todo.append(node.returns)
+        elif isinstance(node, ast.Lambda):
+            a = node.args
+            todo += a.defaults + [d for d in a.kw_defaults if d is not None]
+        else:
+            todo += list(ast.iter_child_nodes(node))
+
+
+def import_time_environ(text):
+    """Lines where module-level code reads the environment: os.environ,
+    os.getenv, os.environb, or those names imported from os."""
+    tree = ast.parse(text)
+    names = {"environ", "getenv", "environb"}
+    aliases = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "os":
+            aliases |= {a.asname or a.name for a in node.names if a.name in names}
+    os_names = {"os"} | {a.asname for node in ast.walk(tree)
+                         if isinstance(node, ast.Import) for a in node.names
+                         if a.name == "os" and a.asname}
+    out = []
+    for node in import_time_nodes(tree):
+        if isinstance(node, ast.Attribute) and node.attr in names and \
+                isinstance(node.value, ast.Name) and node.value.id in os_names:
+            out.append(node.lineno)
+        elif isinstance(node, ast.Name) and node.id in aliases and \
+                isinstance(node.ctx, ast.Load):
+            out.append(node.lineno)
+    return sorted(set(out))
+
+
+# ------------------------------------------------- the checkers themselves
+
+@pytest.mark.parametrize("snippet,mods", [
+    ("import plots\n", ["plots"]),
+    ("import plots.page as p\n", ["plots"]),
+    ("from plots import page\n", ["plots"]),
+    ("from plots.tables import ok\n", ["plots"]),
+    ("import compare\n", ["compare"]),
+    ("def f():\n    import compare\n", ["compare"]),
+    ("import importlib\nm = importlib.import_module('bench.results')\n", ["bench"]),
+    ("m = __import__('plots')\n", ["plots"]),
+    ("from . import plots\nfrom .compare import x\nimport compare_tools\n", []),
+    ("from kbuild.util import log\nimport os, sys\n", []),
+])
+def test_import_checker_sees_imports(snippet, mods):
+    got = [m.split()[-1] for m in forbidden_imports(snippet, {"plots", "compare", "bench"})]
+    assert got == mods
+
+
+@pytest.mark.parametrize("snippet,hits", [
+    ("import sys\nsys.path.insert(0, 'x')\n", [2]),
+    ("import sys\nsys.path[:0] = ['x']\n", [2]),
+    ("import sys\ndef f():\n    sys.path.append('x')\n", [3]),
+    ("from sys import path\npath.append('x')\n", [1]),
+    ("import site\nsite.addsitedir('x')\n", [2]),
+    ("import os.path\nos.path.join('a', 'b')\nimport sys\nsys.argv\n", []),
+])
+def test_sys_path_checker(snippet, hits):
+    assert sys_path_uses(snippet) == hits
+
+
+@pytest.mark.parametrize("snippet,hits", [
+    ("import os\nWORK = os.environ.get('KEXPAND_WORK')\n", [2]),
+    ("import os\nWORK = os.getenv('KEXPAND_WORK', '/tmp')\n", [2]),
+    ("import os\nif 'CI' in os.environ:\n    X = 1\n", [2]),
+    ("import os\ndef f(env=os.environ):\n    return env\n", [2]),
+    ("import os\nclass C:\n    jobs = os.environ['JOBS']\n", [3]),
+    ("import os as o\nX = o.environ\n", [2]),
+    ("from os import environ\nX = environ['A']\n", [2]),
+    ("from os import getenv as ge\nX = ge('A')\n", [2]),
+    ("import os, functools\n@functools.lru_cache(int(os.getenv('N', '1')))\n"
+     "def g():\n    pass\n", [2]),
+    ("import os\nimport pytest\n@pytest.mark.skipif(os.environ.get('CI') != 'true', "
+     "reason='x')\ndef test_x():\n    pass\n", [3]),
+    ("import os\ndef f(*, env: os.environ = None):\n    pass\n", [2]),
+    # read when called, not when imported: fine
+    ("import os\ndef f():\n    return os.environ.get('A')\n", []),
+    ("import os\nclass C:\n    def m(self):\n        return os.getenv('A')\n", []),
+    ("import os\nf = lambda: os.environ['A']\n", []),
+    ("import os\nos.path.join('a')\n", []),
+])
+def test_environ_checker(snippet, hits):
+    assert import_time_environ(snippet) == hits
+
+
+def test_flat_module_names():
+    assert {"page", "tables", "regression"} <= REPORTS
+    assert {"results", "timing", "stages"} <= MEASURING
+    assert {"settings", "build", "util"} <= KBUILD
+    import sys
+    assert not (REPORTS | MEASURING | KBUILD) & set(sys.stdlib_module_names)
+
+
+def test_the_sources_were_found():
+    for f in ("compare.py", "bench/kexpand.py", "bench/results.py",
+              "kernel-build/kbuild/settings.py", "plots/page.py", "tests/conftest.py"):
+        assert f in SOURCES
+    assert len(SOURCES) >= 20
+
+
+# ------------------------------------------------------------ the rules
+
+def under(prefix):
+    return {p: t for p, t in SOURCES.items() if p.startswith(prefix)}
+
+
+def flat_names(prefix):
+    """Module names of a package's files: with a sys.path entry pointing
+    into the package they could be imported flat (`import tables`), as
+    they were before the packages existed."""
+    return {Path(p).stem for p in under(prefix)} - {"__init__", "kexpand"}
+
+
+REPORTS = {"compare", "plots"} | flat_names("plots/")
+MEASURING = {"bench"} | flat_names("bench/")
+KBUILD = {"kbuild"} | flat_names("kernel-build/")
+
+
+@pytest.mark.parametrize("prefix", ["bench/", "kernel-build/"])
+def test_measuring_side_knows_nothing_of_reports(prefix):
+    bad = {p: v for p, t in under(prefix).items()
+           if (v := forbidden_imports(t, REPORTS))}
+    assert bad == {}
+
+
+def test_kernel_build_knows_nothing_of_bench():
+    bad = {p: v for p, t in under("kernel-build/").items()
+           if (v := forbidden_imports(t, MEASURING | REPORTS))}
+    assert bad == {}
+
+
+def test_compare_reads_results_through_bench_only():
+    assert forbidden_imports(SOURCES["compare.py"], KBUILD) == []
+
+
+def test_plots_do_not_import_kbuild_or_compare():
+    bad = {p: v for p, t in under("plots/").items()
+           if (v := forbidden_imports(t, KBUILD | {"compare"}))}
+    assert bad == {}
+
+
+def test_sys_path_only_in_entry_points():
+    bad = {p: lines for p, t in SOURCES.items()
+           if p not in SYS_PATH_ALLOWED and (lines := sys_path_uses(t))}
+    assert bad == {}
+    for p in SYS_PATH_ALLOWED:
+        assert sys_path_uses(SOURCES[p]), f"{p} no longer sets sys.path: update the rule"
+
+
+def test_no_source_file_over_400_lines():
+    long = {p: n for p, t in SOURCES.items()
+            if not p.startswith("tests/") and (n := len(t.splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def test_nothing_reads_the_environment_at_import_time():
+    bad = {p: lines for p, t in SOURCES.items() if (lines := import_time_environ(t))}
+    assert bad == {}

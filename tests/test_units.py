@@ -1,0 +1,411 @@
+"""Direct tests of pieces that were only reached through subprocesses:
+the noise judgement, the control check, record merging and loading,
+Markdown to HTML, directory names for refs, settings validation and the
+Kbuild .cmd reader (both formats, also end to end on the fake tree)."""
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from bench import results, stages, timing
+from kbuild import build, settings
+from kbuild.util import KexpandError
+from plots import page
+from test_faults import fake, kx  # noqa: F401  (the fake tree and CLI runner)
+
+# --------------------------------------------------------------- noise
+
+
+def test_noise_quiet_samples_are_ok():
+    n = timing.noise([0.95, 1.0, 1.05])
+    assert n == {"outliers": 0, "rel_stddev": 0.05, "note": "ok"}
+
+
+def test_noise_single_sample():
+    assert timing.noise([2.5]) == {"outliers": 0, "rel_stddev": 0.0, "note": "ok"}
+
+
+def test_noise_outlier_threshold_is_hyperfines_14():
+    # median 1.00, MAD 0.01: the modified Z-score of a sample t is
+    # 0.6745 * |t - 1.00| / 0.01; 1.20 scores 13.5 (kept), 1.21 scores
+    # 14.2 (an outlier). The textbook threshold of 3.5 would flag both.
+    base = [1.00, 1.01, 0.99, 1.02, 0.98, 1.00]
+    kept = timing.noise(base + [1.20])
+    assert kept["outliers"] == 0
+    assert kept["note"] == "ok"
+    out = timing.noise(base + [1.21])
+    assert out["outliers"] == 1
+    assert out["note"].startswith("1 statistical outlier(s)")
+    assert "spread" not in out["note"]
+    many = timing.noise(base + [5.0, 6.0])
+    assert many["outliers"] == 2
+
+
+def test_noise_identical_samples_have_no_outliers():
+    # MAD 0: no Z-score, nothing flagged (not a division by zero)
+    assert timing.noise([1.0, 1.0, 1.0, 1.0, 9.0])["outliers"] == 0
+
+
+def test_noise_spread_note():
+    n = timing.noise([1.0, 2.0, 3.0])          # stdev 1, median 2
+    assert n["rel_stddev"] == 0.5
+    assert n["outliers"] == 0
+    assert n["note"] == ("spread 50% of the median: treat differences below "
+                         "that as noise")
+    # just under and just over 10%
+    assert timing.noise([0.91, 1.0, 1.09])["note"] == "ok"          # 9%
+    assert timing.noise([0.89, 1.0, 1.11])["note"].startswith("spread 11%")
+
+
+def test_noise_outlier_and_spread_notes_are_joined():
+    n = timing.noise([1.00, 1.01, 0.99, 1.02, 0.98, 1.00, 3.0])
+    assert n["outliers"] == 1 and n["rel_stddev"] > 0.10
+    first, second = n["note"].split("; ")
+    assert first.startswith("1 statistical outlier(s)")
+    assert second.startswith("spread ")
+
+
+# ------------------------------------------------------ check_controls
+
+INDEX = {"points": [
+    {"name": "after", "commit": "a" * 40, "parent": None, "control": False},
+    {"name": "ctl", "commit": "c" * 40, "parent": "after", "control": True},
+]}
+
+
+def rec(commit, compiler="gcc", **sizes):
+    return {"commit": commit, "compiler": compiler,
+            "files": {f.replace("_", "/") + ".c": {"status": "ok", "expanded_bytes": b}
+                      for f, b in sizes.items()}}
+
+
+def test_control_equal_to_parent(capsys):
+    recs = [rec("a" * 40, mm_compaction=100, xen_setup=200),
+            rec("c" * 40, mm_compaction=100, xen_setup=200)]
+    assert stages.check_controls(INDEX, recs) == []
+    assert "control ctl: expansion equals after (gcc, 2 files)" in capsys.readouterr().err
+
+
+def test_control_differing_file_is_one_mismatch(capsys):
+    recs = [rec("a" * 40, mm_compaction=100, xen_setup=200),
+            rec("c" * 40, mm_compaction=100, xen_setup=201),
+            rec("a" * 40, "clang", mm_compaction=90),
+            rec("c" * 40, "clang", mm_compaction=90)]
+    bad = stages.check_controls(INDEX, recs)
+    assert len(bad) == 1
+    m = bad[0]
+    for part in ("ctl", "after", "gcc", "xen/setup.c", "201", "200"):
+        assert part in m, (part, m)
+    assert "clang" not in m and "mm/compaction.c" not in m
+    assert f"CONTROL MISMATCH: {m}" in capsys.readouterr().err
+
+
+def test_control_file_missing_at_parent_is_a_mismatch():
+    recs = [rec("a" * 40, mm_compaction=100),
+            rec("c" * 40, mm_compaction=100, xen_setup=200)]
+    bad = stages.check_controls(INDEX, recs)
+    assert len(bad) == 1 and "xen/setup.c" in bad[0] and "None" in bad[0]
+
+
+def test_control_without_parent_record():
+    recs = [rec("c" * 40, mm_compaction=100)]
+    assert stages.check_controls(INDEX, recs) == []
+    # a parent measured with another compiler only does not count either
+    recs.append(rec("a" * 40, "clang", mm_compaction=5))
+    assert stages.check_controls(INDEX, recs) == []
+
+
+# -------------------------------------------------------- merge_record
+
+def entry(b):
+    return {"status": "ok", "expanded_bytes": b, "lines": b // 10,
+            "longest_line_bytes": b // 2}
+
+
+def record(files, version="gcc 12.2", chash="h1"):
+    return {"schema": 1, "kind": "kexpand.expansion", "case": "minmax",
+            "point": "p", "commit": "d" * 40, "compiler": "gcc",
+            "compiler_version": version, "config_hash": chash, "files": files}
+
+
+def test_merge_keeps_earlier_files_of_same_setup(tmp_path):
+    results.write_record(tmp_path, record({"a.c": entry(100), "b.c": entry(200)}))
+    merged = results.merge_record(tmp_path, record({"b.c": entry(300), "c.c": entry(400)}))
+    assert merged["files"] == {"a.c": entry(100), "b.c": entry(300), "c.c": entry(400)}
+
+
+@pytest.mark.parametrize("change", [{"version": "gcc 13.1"}, {"chash": "h2"}])
+def test_merge_drops_files_of_another_setup(tmp_path, change):
+    results.write_record(tmp_path, record({"a.c": entry(100)}))
+    new = record({"b.c": entry(300)}, **change)
+    assert results.merge_record(tmp_path, new)["files"] == {"b.c": entry(300)}
+
+
+@pytest.mark.parametrize("old", [
+    {},
+    record({"a.c": {"status": "ok", "lines": 1, "longest_line_bytes": 1}}),
+    record({"a.c": entry(100), "z.c": {"status": "ok", "lines": 1,
+                                       "longest_line_bytes": 1}}),
+    "not a dict",
+])
+def test_merge_ignores_malformed_old_record(tmp_path, old):
+    p = results.record_path(tmp_path, "d" * 40, "gcc")
+    p.parent.mkdir(parents=True)
+    p.write_text(json.dumps(old))
+    new = record({"b.c": entry(300)})
+    merged = results.merge_record(tmp_path, new)
+    assert merged["files"] == {"b.c": entry(300)}
+    assert results.record_ok(merged)
+
+
+def test_merge_ignores_unreadable_old_record(tmp_path, capsys):
+    p = results.record_path(tmp_path, "d" * 40, "gcc")
+    p.parent.mkdir(parents=True)
+    p.write_text('{"kind": "kexpand.expansion", "fi')
+    assert results.merge_record(tmp_path, record({"b.c": entry(3)}))["files"] == \
+        {"b.c": entry(3)}
+
+
+def timing_entry(**drop):
+    t = {"median_s": 1.0, "stddev_s": 0.01, "runs": 3,
+         "hyperfine": {"times": [1.0, 1.01, 0.99]}}
+    for k in drop:
+        t.pop(k)
+    return dict(entry(100), time_E=t, time_c=t)
+
+
+def test_load_records_skips_timing_without_stddev(tmp_path, capsys):
+    good = dict(record({"a.c": timing_entry()}), commit="e" * 40)
+    bad = record({"a.c": timing_entry(stddev_s=1)})
+    results.write_record(tmp_path, good)
+    results.write_record(tmp_path, bad)
+    got = results.load_records(tmp_path)
+    assert [r["commit"] for r in got] == ["e" * 40]
+    err = capsys.readouterr().err
+    assert f"skipping {results.record_path(tmp_path, 'd' * 40, 'gcc')}" in err
+    assert "eeeeeeeeeeee" not in err
+
+
+# --------------------------------------------------------- md_to_html
+
+MD = """# Expansion
+
+| file | source |
+|---|---|
+| setup.c | `a\\|b` |
+| *hot* | plain |
+
+- one
+- two *em*
+"""
+
+
+def test_md_to_html_table_list_emphasis():
+    h = page.md_to_html(MD)
+    assert "<table>" in h and "<th>file</th>" in h and "<th>source</th>" in h
+    assert "<li>one</li>" in h
+    assert "<em>em</em>" in h and "<td><em>hot</em></td>" in h
+    # the escaped pipe did not split the cell: two cells in the row
+    row = h.split("<td>setup.c</td>", 1)[1].split("</tr>", 1)[0]
+    assert row.count("<td>") == 1
+
+
+def test_md_to_html_escaped_pipe_in_code_is_a_pipe():
+    # GFM (GitHub, and the .md files as written) shows `a\|b` in a table
+    # cell as a|b; the HTML page must show the same source text
+    h = page.md_to_html(MD)
+    assert "<code>a|b</code>" in h, h
+
+
+# ---------------------------------------------------------- safe_name
+
+@pytest.mark.parametrize("ref", ["laight-v4", "v6.7", "pre-6.7", "torvalds-fixes",
+                                 "a1b2c3d4e5f6"])
+def test_safe_name_keeps_plain_names(ref):
+    assert results.safe_name(ref) == ref
+
+
+def test_safe_name_keeps_refs_apart():
+    names = [results.safe_name(r) for r in ("HEAD~1", "HEAD^1", "HEAD_1")]
+    assert len(set(names)) == 3, names
+    assert names[2] == "HEAD_1"
+    assert all(n.startswith("HEAD_1") for n in names)
+
+
+@pytest.mark.parametrize("ref", ["HEAD~1", "HEAD^1", "origin/master", "../../etc",
+                                 ".hidden", "..", ".", "a/../b", "v6.7:mm", "-x"])
+def test_safe_name_is_one_plain_path_component(ref, tmp_path):
+    n = results.safe_name(ref)
+    assert "/" not in n and not n.startswith(".") and n
+    d = results.pair_dir(tmp_path, "compare", ref, "v6.7")
+    assert d.parent == tmp_path / "compare"
+
+
+# -------------------------------------------------------- from_env
+
+@pytest.fixture
+def env(tmp_path):
+    return {"KEXPAND_WORK": str(tmp_path / "work"),
+            "KEXPAND_RESULTS": str(tmp_path / "results")}
+
+
+@pytest.mark.parametrize("var,value", [
+    ("RUNS", "abc"), ("RUNS", "0"), ("RUNS", "-1"), ("RUNS", "2.5"),
+    ("JOBS", "0"), ("JOBS", "abc"),
+    ("BOOT_TIMEOUT", "0"), ("BOOT_TIMEOUT", "abc"),
+    ("THRESHOLD", "infx"), ("THRESHOLD", "abc"), ("THRESHOLD", "0"),
+    ("KX_CC", "icc"), ("KX_CC", "gcc icc"),
+    ("NO_TIME", "yes"), ("NO_BOOT", "true"),
+    ("CONFIG", "bogus"), ("KCONFIG", "/nonexistent"),
+    ("CASE", "../x"),
+])
+def test_bad_setting_is_a_user_error_naming_it(env, var, value):
+    with pytest.raises(KexpandError) as e:
+        settings.from_env("bench", {}, dict(env, **{var: value}))
+    assert e.value.klass == "user"
+    assert e.value.exit_code == 2
+    name = "CC" if var == "KX_CC" else var
+    assert f"{name}=" in str(e.value), str(e.value)
+    assert "Traceback" not in str(e.value)
+
+
+def test_results_inside_work_is_refused(tmp_path):
+    with pytest.raises(KexpandError) as e:
+        settings.from_env("bench", {}, {"KEXPAND_WORK": str(tmp_path / "w"),
+                                        "KEXPAND_RESULTS": str(tmp_path / "w/results")})
+    assert e.value.klass == "user"
+    assert "KEXPAND_RESULTS" in str(e.value) and "inside the work directory" in str(e.value)
+    with pytest.raises(KexpandError):
+        settings.from_env("bench", {}, {"KEXPAND_WORK": str(tmp_path / "w"),
+                                        "KEXPAND_RESULTS": str(tmp_path / "w")})
+
+
+def test_work_under_a_regular_file_is_infra(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(KexpandError) as e:
+        settings.from_env("bench", {}, {"KEXPAND_WORK": str(tmp_path / "file/work"),
+                                        "KEXPAND_RESULTS": str(tmp_path / "results")})
+    assert e.value.klass == "infra" and e.value.exit_code == 5
+    assert "KEXPAND_WORK" in str(e.value) and "not a directory" in str(e.value)
+
+
+def test_valid_settings_parse(env, tmp_path):
+    req = settings.from_env("bench", {}, dict(env, JOBS="3", KX_CC="both",
+                                              BOOT_TIMEOUT="60", THRESHOLD="20MB",
+                                              NO_TIME="1", POINTS="a, b c"))
+    assert req.jobs == 3 and isinstance(req.jobs, int)
+    assert req.runs is None
+    assert req.boot_timeout == 60
+    assert req.compilers == ["gcc", "clang"] and req.compilers_given
+    assert req.no_time is True and req.no_boot is False
+    assert req.points == ["a", "b", "c"]
+    assert req.work == (tmp_path / "work").resolve()
+    assert req.results == (tmp_path / "results").resolve()
+    assert settings.from_env("bench", {}, dict(env, RUNS="7")).runs == 7
+    dflt = settings.from_env("bench", {}, env)
+    assert dflt.jobs == (os.cpu_count() or 1) and dflt.compilers == ["gcc", "clang"]
+    assert not dflt.compilers_given and dflt.boot_timeout == 180
+
+
+def test_arguments_win_over_environment(env):
+    req = settings.from_env("bench", {"runs": "4", "cc": "clang", "no_time": True},
+                            dict(env, RUNS="abc", KX_CC="icc", NO_TIME="yes"))
+    assert req.runs == 4 and req.compilers == ["clang"] and req.no_time is True
+
+
+def test_from_env_reads_only_the_env_it_is_given(env, monkeypatch):
+    monkeypatch.setenv("RUNS", "abc")
+    monkeypatch.setenv("KX_CC", "icc")
+    assert settings.from_env("bench", {}, env).runs is None
+
+
+# ----------------------------------------------------- compile_command
+
+ARGV = "gcc -Wp,-MMD,mm/.compaction.o.d -nostdinc -O2 -c -o mm/compaction.o ../mm/compaction.c"
+OBJTOOL = "./tools/objtool/objtool orc generate mm/compaction.o"
+
+
+def cmdfile(tmp_path, text):
+    p = tmp_path / "kb" / "mm" / ".compaction.o.cmd"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return tmp_path / "kb"
+
+
+def check_argv(argv):
+    assert argv[0] == "gcc"
+    assert argv[-1] == "../mm/compaction.c"
+    assert not any("objtool" in t or ";" in t for t in argv), argv
+    assert argv[1:-1] == ["-Wp,-MMD,mm/.compaction.o.d", "-nostdinc", "-O2", "-c",
+                          "-o", "mm/compaction.o"]
+
+
+def test_compile_command_cmd_format_v6_1(tmp_path):
+    bdir = cmdfile(tmp_path, f"cmd_mm/compaction.o := {ARGV}; {OBJTOOL}\n\n"
+                             "source_mm/compaction.o := ../mm/compaction.c\n")
+    check_argv(build.compile_command(bdir, "mm/compaction.c"))
+
+
+def test_compile_command_savedcmd_format_v6_3(tmp_path):
+    bdir = cmdfile(tmp_path, f"savedcmd_mm/compaction.o := {ARGV}; {OBJTOOL}\n\n"
+                             "source_mm/compaction.o := ../mm/compaction.c\n")
+    check_argv(build.compile_command(bdir, "mm/compaction.c"))
+
+
+@pytest.mark.parametrize("prefix", ["cmd", "savedcmd"])
+def test_compile_command_kbuild_spacing(tmp_path, prefix):
+    # Kbuild itself writes "$<   ; objtool ..." (see tests/data/kbuild)
+    bdir = cmdfile(tmp_path, f"{prefix}_mm/compaction.o := {ARGV}   ; {OBJTOOL}\n")
+    check_argv(build.compile_command(bdir, "mm/compaction.c"))
+
+
+def test_compile_command_unknown_format_is_infra(tmp_path):
+    bdir = cmdfile(tmp_path, f"command_mm/compaction.o = {ARGV}\n"
+                             "deps_mm/compaction.o := \\\n")
+    with pytest.raises(KexpandError) as e:
+        build.compile_command(bdir, "mm/compaction.c")
+    assert e.value.klass == "infra"
+    assert str(bdir / "mm" / ".compaction.o.cmd") in str(e.value)
+
+
+def test_compile_command_missing_cmd_file_is_build(tmp_path):
+    (tmp_path / "kb").mkdir()
+    with pytest.raises(KexpandError) as e:
+        build.compile_command(tmp_path / "kb", "mm/compaction.c")
+    assert e.value.klass == "build" and "mm/.compaction.o.cmd missing" in str(e.value)
+
+
+# ------------------------------------- the CLI on the fake tree, both formats
+
+def test_fake_tree_both_cmd_formats_measure_the_same(fake):  # noqa: F811
+    base, env = fake
+    got = {}
+    for label, extra in (("cmd", {}), ("savedcmd", {"FAKE_SAVEDCMD": "1"})):
+        e = {k: v for k, v in env.items() if k != "FAKE_SAVEDCMD"}
+        e.update(extra, KEXPAND_WORK=str(base / f"work-{label}"),
+                 KEXPAND_RESULTS=str(base / f"results-{label}"))
+        p = kx(e, "bench", "--case", "fake", "--cc", "gcc", "--no-boot",
+               "--no-time", "--points", "before")
+        assert p.returncode == 0, p.stderr
+        # the fake Makefile wrote the format asked for
+        cmds = list((base / f"work-{label}").rglob(".setup.o.cmd"))
+        assert cmds, "no .cmd file written"
+        first = cmds[0].read_text().split(" := ", 1)[0]
+        assert first == f"{label}_arch/x86/xen/setup.o"
+        recs = list((base / f"results-{label}").glob("*/gcc.json"))
+        assert len(recs) == 1
+        rec = json.loads(recs[0].read_text())
+        assert Path(recs[0]).parent.name == rec["commit"][:12]
+        got[label] = rec["files"]["arch/x86/xen/setup.c"]
+    assert got["cmd"]["status"] == got["savedcmd"]["status"] == "ok"
+    assert got["cmd"]["expanded_bytes"] > 0
+    assert got["cmd"]["expanded_bytes"] == got["savedcmd"]["expanded_bytes"]
+
+
+def test_safe_name_never_collides_with_a_hashed_name():
+    from bench.results import safe_name
+    hashed = safe_name("HEAD~1")
+    assert hashed.startswith("HEAD_1-")
+    # a ref that is literally the hashed name gets a hash of its own
+    assert safe_name(hashed) != hashed and safe_name(hashed) != safe_name("HEAD~1")
