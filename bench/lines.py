@@ -100,17 +100,8 @@ def changed_lines(req, case, tree, a, b, cc, files, top=15):
 
 
 def _a_to_b(hunks, line):
-    """B's line number for an unchanged or changed A line (inverse of b_to_a)."""
-    shift = 0
-    for a, al, b, bl in hunks:
-        if al and a <= line < a + al:
-            i = line - a
-            return b + i if i < bl else None
-        next_a = a + al if al else a + 1
-        if line < next_a:
-            break
-        shift = (b + bl if bl else b + 1) - next_a
-    return line + shift
+    """B's line number for an A line: b_to_a with the sides swapped."""
+    return b_to_a([(b, bl, a, al) for a, al, b, bl in hunks], line)
 
 
 def _source(tree, commit, path, line):
