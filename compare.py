@@ -243,6 +243,9 @@ def write_series(results, case):
     atomic_write(results / "expansion.md", tables.tables(index, records))
     write_boot_report(results, index)
     write_conformance(results, index)
+    # every compare pair, the bench's A/A check among them, from these records
+    for pair in sorted((results / "compare").glob("*/pair.json")):
+        write_pair_report(results, pair.parent)
     scan_totals_plot(results, index, outdir)
     log(f"wrote {results / 'expansion.md'} and {len(written)} plot files in {outdir}")
 

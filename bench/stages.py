@@ -136,6 +136,25 @@ def check_controls(index, records):
     return bad
 
 
+def write_control_pairs(req, case, commits, files, package):
+    """The built-in A/A check: each control point against its parent as a
+    compare pair (results/compare/<parent>..<control>/pair.json), drawn by
+    compare.py with the same rule as `make compare`. Byte-identical code:
+    every time difference it reports is noise."""
+    for p in case.points:
+        if not (p.control and p.name in commits and p.parent in commits):
+            continue
+        a, b = commits[p.parent], commits[p.name]
+        atomic_write_json(pair_dir(req, "compare", p.parent, p.name) / "pair.json", {
+            "a": {"ref": p.parent, "commit": a, "subject": f"series point {p.parent}"},
+            "b": {"ref": p.name, "commit": b, "subject": f"control point {p.name}: "
+                  "expands byte for byte like its parent (an A/A check)"},
+            "tree": str(req.work / "tree"), "package": package, "files": files,
+            "compilers": req.compilers, "config": engine.case_config(req, case).describe(),
+            "command": shlex.join(sys.argv),
+            "make_command": f"make compare A={p.parent} B={p.name}"})
+
+
 def print_table(rows):
     if not rows:
         return
@@ -174,6 +193,7 @@ def cmd_bench(req, case):
         results.write_boot_csv(req.results, index)
         if check_controls(index, records):
             worst = max(worst, 3)
+        write_control_pairs(req, case, commits, files, package)
         write_last_bench(req, names, files, worst)
     print_table(rows)
     return worst

@@ -208,6 +208,14 @@ def test_bad_patch_and_build_failure_do_not_stop_the_run(fake):
                          "-uno"], capture_output=True, text=True).stdout
     assert st == ""
     assert no_temp_files(base / "results") == []
+    # the built-in A/A check: the control against its parent, drawn by
+    # compare.py with the compare rule; identical bytes for the file that built
+    pair = json.loads((base / "results/compare/after..broken-build/pair.json").read_text())
+    assert pair["a"]["ref"] == "after" and pair["b"]["ref"] == "broken-build"
+    subprocess.run([PY, str(REPO / "compare.py"), "--case", "fake"], env=env,
+                   check=True, capture_output=True)
+    report = (base / "results/compare/after..broken-build/report.md").read_text()
+    assert "| arch/x86/xen/setup.c | " in report and "1.00x (same)" in report
 
 
 @pytest.mark.parametrize("args,needle", [
