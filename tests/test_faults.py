@@ -3,6 +3,7 @@ Each test asserts the message, the exit code, and that nothing was lost or
 left behind. The fake kernel tree (tests/fakelinux) stands in for the real
 one wherever it can; QEMU faults run against the real tree in
 test_integration.py."""
+import csv
 import json
 import os
 import signal
@@ -444,3 +445,16 @@ def test_bisect_on_fake_tree(fake):
     p = kx(env, "bisect", "--case", "fake", "--file", "arch/x86/xen/setup.c",
            "--good", "before", "--bad", "after", "--threshold", "1")
     assert p.returncode == 2 and "does not separate" in p.stderr
+
+
+def test_compare_a_commit_with_itself_reports_no_change(fake):
+    base, env = fake
+    p = mk(env, "compare", CASE="fake", A="after", B="after", CC="gcc", RUNS=2)
+    assert p.returncode == 0, p.stderr
+    out = base / "results/compare/after..after"
+    rows = list(csv.DictReader(open(out / "compare.csv")))
+    assert {r["file"] for r in rows} == {"arch/x86/xen/setup.c", "mm/compaction.c"}
+    for r in rows:
+        assert r["bytes_a"] == r["bytes_b"] and r["significant"] == "False"
+        assert float(r["c_time_ratio"]) == 1.0        # the same samples, cached
+    assert "No source line's bytes changed." in (out / "report.md").read_text()
