@@ -232,9 +232,9 @@ def classify(run_, suite="kexpand-minmax"):
 def boot_point(tree, bdir, promises, workdir, timeout, jobs):
     """Build everything for one point and boot it. Returns the result dict
     (status "build-failure" when the kernel or the module did not build)."""
-    res = {"qemu_version": qemu_version()}
+    out = {"qemu_version": qemu_version()}
     b = build.build_kernel(tree, bdir, "gcc", jobs)
-    res["kernel_build_s"] = round(b.seconds, 1)
+    out["kernel_build_s"] = round(b.seconds, 1)
     ko, tail = None, b.log_tail
     if b.ok:
         try:
@@ -242,11 +242,11 @@ def boot_point(tree, bdir, promises, workdir, timeout, jobs):
         except KexpandError as e:
             tail = str(e)
     if ko is None:
-        res.update({"status": "build-failure", "class": "build",
+        out.update({"status": "build-failure", "class": "build",
                     "log_tail": tail, "reached_init": False, "boot_s": None,
                     "tests_passed": 0, "tests_failed": 0, "tests_skipped": 0,
                     "failures": []})
-        return res
+        return out
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     init = build_init(workdir)
@@ -255,8 +255,8 @@ def boot_point(tree, bdir, promises, workdir, timeout, jobs):
                             {"init": init, "minmax_kunit.ko": ko})
     cmd = qemu_command(bdir / "arch/x86/boot/bzImage", initrd)
     r = run_qemu(cmd, timeout)
-    res.update(classify(r))
-    res["qemu_command"] = shlex.join(cmd)
-    res["promises"] = promises
-    res["timeout_s"] = timeout
-    return res
+    out.update(classify(r))
+    out["qemu_command"] = shlex.join(cmd)
+    out["promises"] = promises
+    out["timeout_s"] = timeout
+    return out

@@ -120,6 +120,22 @@ def from_env(command, args=None, env=None):
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", req.case):
         raise KexpandError(f"CASE={req.case!r}: a case is a directory name "
                            "under cases/, for example CASE=minmax")
+    _paths(req, env)
+    _numbers(req, get, args)
+    _names(req, get)
+    _config(req, get)
+    for key, envname in (("no_time", "NO_TIME"), ("no_boot", "NO_BOOT")):
+        v = args.get(key)
+        if v is None:
+            raw = (env.get(envname) or "").strip()
+            if raw not in ("", "0", "1"):
+                raise KexpandError(f"{envname}={raw!r}: give {envname}=1 (or 0)")
+            v = raw == "1"
+        setattr(req, key, bool(v))
+    return req
+
+
+def _paths(req, env):
     work = env.get("KEXPAND_WORK") or str(
         Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kexpand")
     req.work = Path(work).expanduser().resolve()
@@ -133,6 +149,9 @@ def from_env(command, args=None, env=None):
         raise KexpandError(f"KEXPAND_RESULTS={req.results} is inside the work "
                            f"directory {req.work}; give a results directory "
                            "outside it")
+
+
+def _numbers(req, get, args):
     cpus = os.cpu_count() or 1
     j = get("jobs", "JOBS")
     req.jobs = parse_int("JOBS", j, 1, 4096, cpus) if j is not None else cpus
@@ -141,6 +160,15 @@ def from_env(command, args=None, env=None):
     t = get("boot_timeout", "BOOT_TIMEOUT")
     req.boot_timeout = parse_int("BOOT_TIMEOUT", t, 10, 86400, 180) \
         if t is not None else 180
+    req.threshold = get("threshold", "THRESHOLD")
+    if req.threshold is not None:
+        parse_threshold(req.threshold)
+    for key in ("top", "repeat"):
+        if key in args:
+            setattr(req, key, parse_int(f"--{key}", args[key], 1, 100000, 20))
+
+
+def _names(req, get):
     req.points = split_list(get("points", "POINTS"))
     req.files = split_list(get("files", "FILES"))
     cc = split_list(get("cc", "KX_CC"))
@@ -162,6 +190,9 @@ def from_env(command, args=None, env=None):
             if "\0" in v or "\n" in v:
                 raise KexpandError(f"{envname}={v!r}: no newlines or NUL bytes")
         setattr(req, key, v)
+
+
+def _config(req, get):
     base = get("config", "CONFIG")
     if base is not None:
         if base not in CONFIG_BASES:
@@ -175,18 +206,3 @@ def from_env(command, args=None, env=None):
             raise KexpandError(f"KCONFIG={kc}: no such file; give the path of a "
                                "kernel .config")
         req.kconfig = p
-    req.threshold = get("threshold", "THRESHOLD")
-    if req.threshold is not None:
-        parse_threshold(req.threshold)
-    for key, envname in (("no_time", "NO_TIME"), ("no_boot", "NO_BOOT")):
-        v = args.get(key)
-        if v is None:
-            raw = (env.get(envname) or "").strip()
-            if raw not in ("", "0", "1"):
-                raise KexpandError(f"{envname}={raw!r}: give {envname}=1 (or 0)")
-            v = raw == "1"
-        setattr(req, key, bool(v))
-    for key in ("top", "repeat"):
-        if key in args:
-            setattr(req, key, parse_int(f"--{key}", args[key], 1, 100000, 20))
-    return req
