@@ -18,7 +18,12 @@ PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 # the recipes' environment, and kbuild/settings.py reads and checks them.
 # CC=gcc|clang|both counts only on the command line (make's own CC default
 # and a CC in the environment are ignored).
-export KX_CC := $(if $(filter command line,$(origin CC)),$(CC))
+# Their text reaches the programs as typed: make does not expand a '$' in
+# them ($(shell ...) in A= runs nothing) and the shell never sees them.
+KX_VARS := A B FILE FILES GOOD BAD KERNEL POINTS CASE RUNS JOBS BOOT_TIMEOUT \
+           THRESHOLD NO_TIME NO_BOOT WRITE_FOCUS CONFIG KCONFIG KEXPAND_WORK KEXPAND_RESULTS
+$(foreach v,$(KX_VARS),$(if $(filter command line,$(origin $(v))),$(eval override $(v) := $$(value $(v)))$(eval export $(v))))
+export KX_CC := $(if $(filter command line,$(origin CC)),$(value CC))
 
 # Run a measuring command, then draw the reports (also after build or boot
 # failures, which are data); exit with the measuring command's code.

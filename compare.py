@@ -118,13 +118,14 @@ def pair_rows(pair, records):
     return rows
 
 
-def write_pair_report(results, outdir):
+def write_pair_report(results, outdir, records=None):
     outdir = Path(outdir)
     pair = read_json(outdir / "pair.json")
     if not pair:
         raise KexpandError(f"{outdir}/pair.json missing or unreadable: run "
                            "'make compare A=... B=...'")
-    records = bench.results.load_records(results)
+    if records is None:
+        records = bench.results.load_records(results)
     rows = pair_rows(pair, records)
     atomic_write(outdir / "compare.csv", tables.csv_text(
         COMPARE_COLUMNS, [r for r in rows if r["status"] == "ok"]))
@@ -233,8 +234,8 @@ def write_series(results, case):
     index = bench.results.load_series(results, case)
     if not index:
         raise KexpandError(f"no {results}/series-{case}.json: run 'make bench' first")
-    records = [r for r in bench.results.load_records(results)
-               if r.get("case", case) == case]
+    everything = bench.results.load_records(results)
+    records = [r for r in everything if r.get("case", case) == case]
     if not records:
         raise KexpandError(f"no expansion records under {results}: run "
                            "'make bench' first")
@@ -245,7 +246,7 @@ def write_series(results, case):
     write_conformance(results, index)
     # every compare pair, the bench's A/A check among them, from these records
     for pair in sorted((results / "compare").glob("*/pair.json")):
-        write_pair_report(results, pair.parent)
+        write_pair_report(results, pair.parent, everything)
     scan_totals_plot(results, index, outdir)
     log(f"wrote {results / 'expansion.md'} and {len(written)} plot files in {outdir}")
 

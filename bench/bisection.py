@@ -12,7 +12,8 @@ from kbuild.settings import parse_threshold
 from kbuild.util import KexpandError, atomic_write_json, log, run, work_lock
 
 from . import engine
-from .points import check_file_names, check_files_exist, file_slug, open_tree, pair_dir
+from .points import (check_file_names, check_files_exist, file_slug, make_command,
+                     open_tree, pair_dir)
 
 
 def measure_one(req, case, tree, name, commit, file):
@@ -65,7 +66,7 @@ def cmd_bisect(req, case):
                                "status": "ok" if b is not None else "not measured"}
                               for c, b, s in table],
                "bisect_log": log_text, "tree": str(repo), "package": package,
-               "command": shlex.join(sys.argv)}
+               "command": shlex.join(sys.argv), "make_command": make_command(req)}
         d = pair_dir(req, "bisect", req.good, req.bad)
         atomic_write_json(d / f"{file_slug(req.file)}.json", out)
     print_bisect(out, thr, table)

@@ -2,6 +2,7 @@
 refs, the files and the compilers, checked before any work starts; and
 the loop that measures them into records."""
 import re
+import shlex
 import shutil
 from pathlib import PurePosixPath
 
@@ -37,7 +38,7 @@ def check_file_names(files, focus):
         elif ".." in p.parts or str(p) != f.rstrip("/") or f.startswith("./"):
             why = "not a plain path inside the kernel tree (no '..', './' or '//')"
         elif BAD_PATH_CHARS.search(f) or not f.isascii():
-            why = "has characters Kbuild cannot take in a file name"
+            why = "a name with characters Kbuild cannot take"
         elif not f.endswith(".c"):
             why = "not a .c file"
         if why:
@@ -128,3 +129,21 @@ def write_series_index(req, case, commits, package, files):
                 "control": p.control})
     atomic_write_json(req.results / f"series-{case.name}.json", index)
     return index
+
+
+def make_command(req):
+    """The `make` line a user can paste to reproduce this run."""
+    parts = ["make", req.command]
+    for var, val in (("CASE", None if req.case == "minmax" else req.case),
+                     ("KERNEL", req.kernel), ("A", req.a), ("B", req.b),
+                     ("FILE", req.file), ("GOOD", req.good), ("BAD", req.bad),
+                     ("THRESHOLD", req.threshold),
+                     ("FILES", " ".join(req.files) or None),
+                     ("CC", "both" if req.compilers_given and len(req.compilers) > 1
+                      else (req.compilers[0] if req.compilers_given else None)),
+                     ("CONFIG", None if req.config_base == "tinyconfig" else req.config_base),
+                     ("KCONFIG", req.kconfig), ("RUNS", req.runs),
+                     ("NO_TIME", "1" if req.no_time else None)):
+        if val is not None:
+            parts.append(f"{var}={val}")
+    return shlex.join(parts)

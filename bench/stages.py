@@ -11,7 +11,7 @@ from kbuild import boot, build, conformance, series, trees
 from kbuild.util import KexpandError, atomic_write_json, log, read_json, work_lock
 
 from . import engine, lines, results, timing
-from .points import (check_file_names, check_files_exist, measure_commits, open_tree,
+from .points import (check_file_names, check_files_exist, make_command, measure_commits, open_tree,
                      pair_dir, require_tools, select, write_series_index)
 
 
@@ -278,24 +278,6 @@ def write_changed_lines(req, case, tree, recs, ca, cb, files, out):
         with req.split.timed("expansion"):
             rows = lines.changed_lines(req, case, tree, ca, cb, cc, ok)
     atomic_write_json(out / "lines.json", {"compiler": cc, "files": ok, "lines": rows})
-
-
-def make_command(req):
-    """The `make` line a user can paste to reproduce this run."""
-    parts = ["make", req.command]
-    for var, val in (("CASE", None if req.case == "minmax" else req.case),
-                     ("KERNEL", req.kernel), ("A", req.a), ("B", req.b),
-                     ("FILE", req.file), ("GOOD", req.good), ("BAD", req.bad),
-                     ("THRESHOLD", req.threshold),
-                     ("FILES", " ".join(req.files) or None),
-                     ("CC", "both" if req.compilers_given and len(req.compilers) > 1
-                      else (req.compilers[0] if req.compilers_given else None)),
-                     ("CONFIG", None if req.config_base == "tinyconfig" else req.config_base),
-                     ("KCONFIG", req.kconfig), ("RUNS", req.runs),
-                     ("NO_TIME", "1" if req.no_time else None)):
-        if val is not None:
-            parts.append(f"{var}={val}")
-    return shlex.join(parts)
 
 
 def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"):

@@ -1,11 +1,13 @@
 """Plotting functions only: each takes data, returns nothing, writes files."""
-from pathlib import Path
+import io
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt          # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter   # noqa: E402
+
+from bench.results import atomic_write                                     # noqa: E402
 
 
 def human_bytes(v, _pos=None):
@@ -35,11 +37,12 @@ def _y_axis(ax, ylabel, log, formatter, ticks_125=False):
 
 
 def _save(fig, out_base):
-    """PNG and SVG side by side (the directory is made if missing)."""
-    Path(out_base).parent.mkdir(parents=True, exist_ok=True)
+    """PNG and SVG side by side, each written atomically (mode 0644)."""
     fig.tight_layout()
     for ext in ("png", "svg"):
-        fig.savefig(f"{out_base}.{ext}", dpi=110)
+        buf = io.BytesIO()
+        fig.savefig(buf, format=ext, dpi=110)
+        atomic_write(f"{out_base}.{ext}", buf.getvalue())
     plt.close(fig)
 
 

@@ -149,6 +149,10 @@ def _paths(req, env):
         raise KexpandError(f"KEXPAND_RESULTS={req.results} is inside the work "
                            f"directory {req.work}; give a results directory "
                            "outside it")
+    if req.work.is_relative_to(req.results):
+        raise KexpandError(f"KEXPAND_WORK={req.work} is inside the results "
+                           f"directory {req.results}: the kernel tree and builds "
+                           "would land in results/; give a work directory outside it")
 
 
 def _numbers(req, get, args):
@@ -190,6 +194,12 @@ def _names(req, get):
             if "\0" in v or "\n" in v:
                 raise KexpandError(f"{envname}={v!r}: no newlines or NUL bytes")
         setattr(req, key, v)
+    if req.write_focus is not None:
+        wf = Path(req.write_focus).expanduser()
+        if wf.is_dir():
+            raise KexpandError(f"WRITE_FOCUS={req.write_focus} is a directory; "
+                               "give a file path, for example WRITE_FOCUS=focus.txt")
+        check_path_setting("WRITE_FOCUS", wf.resolve().parent)
 
 
 def _config(req, get):

@@ -166,18 +166,28 @@ def missing_tool(name):
 
 # --- files -------------------------------------------------------------------
 
+def make_dirs(d):
+    """mkdir -p, each new directory 0755 whatever the umask: results are
+    meant to be read and shared."""
+    d = Path(d)
+    if not d.is_dir():
+        make_dirs(d.parent)
+        d.mkdir(exist_ok=True)
+        os.chmod(d, 0o755)
+
+
 def atomic_write(path, data):
-    """Write text through a temp file in the same directory, then rename:
-    a reader sees the old file or the new one, never half of one. Results
-    are meant to be read and shared: mode 0644, whoever runs kexpand."""
+    """Write text (or bytes) through a temp file in the same directory,
+    then rename: a reader sees the old file or the new one, never half of
+    one. Mode 0644, whoever runs kexpand and whatever the umask."""
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     except OSError as e:
         raise KexpandError(f"cannot write {path}: {e.strerror}", "infra")
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
