@@ -11,6 +11,7 @@ header line reached by several files shows once, with that count."""
 import re
 
 from kbuild import build, series
+from kbuild.util import KexpandError
 
 from . import engine
 
@@ -29,6 +30,14 @@ def per_line_bytes(req, case, tree, commit, cc, f):
     if got is None:
         series.checkout(tree, commit)
         bdir = build.build_dir(tree, commit, cc)
+        if not build.cmd_file(bdir, f).exists():
+            # the measurement came from the cache (keyed by commit): this
+            # tree's build dir may never have compiled the file
+            build.configure(tree, bdir, cc, engine.case_config(req, case))
+            b = build.build(tree, bdir, cc, [build.obj_of(f)], req.jobs)
+            if not b.ok:
+                raise KexpandError(f"building {f} at {commit[:12]} failed:\n"
+                                   f"{b.log_tail}", "build")
         argv = build.compile_command(bdir, f)
         a, _ = engine.analyze(build.preprocess_command(argv), bdir, top=ALL_LINES)
         got = [[engine.tree_path(t["file"]), t["line"], t["bytes"]] for t in a["top"]]

@@ -458,3 +458,28 @@ def test_compare_a_commit_with_itself_reports_no_change(fake):
         assert r["bytes_a"] == r["bytes_b"] and r["significant"] == "False"
         assert float(r["c_time_ratio"]) == 1.0        # the same samples, cached
     assert "No source line's bytes changed." in (out / "report.md").read_text()
+
+
+def test_changed_lines_when_a_came_from_the_cache_of_another_tree(fake, tmp_path):
+    """Measurements are keyed by commit: A measured in one clone is served
+    from the cache for another tree with the same commit, whose build dir
+    never compiled the file; the changed-lines step must build it."""
+    base, env = fake
+    one = tmp_path / "one"
+    subprocess.run(["cp", "-a", FAKE, one], check=True)
+    g = lambda t, *a: subprocess.run(["git", "-C", t, "-c", "user.name=t", "-c",  # noqa: E731
+                                      "user.email=t@t", *a], check=True,
+                                     capture_output=True, text=True).stdout
+    g(one, "init", "-q")
+    g(one, "add", "-A")
+    g(one, "commit", "-qm", "one")
+    two = tmp_path / "two"
+    subprocess.run(["git", "clone", "-q", str(one), str(two)], check=True)
+    (two / "mm/compaction.c").write_text((two / "mm/compaction.c").read_text() + "\n/* x */\n")
+    g(two, "commit", "-qam", "a comment")
+    p = mk(env, "compare", CASE="fake", KERNEL=one, A="HEAD", B="HEAD", CC="gcc", NO_TIME=1)
+    assert p.returncode == 0, p.stderr
+    p = mk(env, "compare", CASE="fake", KERNEL=two, A="HEAD~1", B="HEAD", CC="gcc", NO_TIME=1)
+    assert p.returncode == 0, p.stderr
+    out = next((base / "results/compare").glob("HEAD_1-*..HEAD"))
+    assert json.loads((out / "lines.json").read_text())["lines"] == []

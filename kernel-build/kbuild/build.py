@@ -242,6 +242,12 @@ def obj_of(src):
     return src[:-2] + ".o"
 
 
+def cmd_file(bdir, src):
+    """Kbuild's command file of src's object: <bdir>/<dir>/.<name>.o.cmd."""
+    obj = Path(obj_of(src))
+    return Path(bdir) / obj.parent / f".{obj.name}.cmd"
+
+
 CMD_LINE = re.compile(r"^(?:saved)?cmd_\S+ := (.*)$", re.M)
 
 
@@ -252,7 +258,7 @@ def compile_command(bdir, src):
     92215e7a801d); both are read. Post-steps that Kbuild chains with ';'
     (objtool) are dropped."""
     obj = obj_of(src)
-    cmdfile = bdir / Path(obj).parent / f".{Path(obj).name}.cmd"
+    cmdfile = cmd_file(bdir, src)
     if not cmdfile.exists():
         raise KexpandError(f"{cmdfile} missing: {src} was not compiled by this "
                            "config (is it in the build?)", "build")
