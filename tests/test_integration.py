@@ -194,7 +194,7 @@ def test_boot_packaged_point_in_qemu(env):
     assert [(n, t) for n, t, _ in cpio_entries(rd0.read_bytes())] == [
         ("dev", 0o4), ("dev/console", 0o2), ("init", 0o10),
         ("minmax_kunit.ko", 0o10), ("TRAILER!!!", 0)]
-    bdir = next((base / "work/tree").glob("kb-*-gcc/arch/x86/boot/bzImage")).parents[2]
+    bdir = next((base / "work/tree").glob("kb-*-gcc/arch/x86/boot/bzImage")).parents[3]
     bz = bdir / "arch/x86/boot/bzImage"
     init = base / "hang-init"
     subprocess.run(["gcc", "-static", "-Os", "-o", init,
