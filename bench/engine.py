@@ -162,7 +162,7 @@ def _build_objects(req, case, tree, bdir, name, cc, todo):
     objs = [build.obj_of(f) for f in todo]
     with req.split.timed("builds"):
         try:
-            build.configure(tree, bdir, cc, case_config(req, case))
+            build.configure(tree, bdir, cc, case_config(req, case), seed=True)
         except KexpandError as e:
             if e.klass != "build":
                 raise

@@ -33,7 +33,7 @@ def per_line_bytes(req, case, tree, commit, cc, f):
         if not build.cmd_file(bdir, f).exists():
             # the measurement came from the cache (keyed by commit): this
             # tree's build dir may never have compiled the file
-            build.configure(tree, bdir, cc, engine.case_config(req, case))
+            build.configure(tree, bdir, cc, engine.case_config(req, case), seed=True)
             b = build.build(tree, bdir, cc, [build.obj_of(f)], req.jobs)
             if not b.ok:
                 raise KexpandError(f"building {f} at {commit[:12]} failed:\n"

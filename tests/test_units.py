@@ -409,3 +409,27 @@ def test_safe_name_never_collides_with_a_hashed_name():
     assert hashed.startswith("HEAD_1-")
     # a ref that is literally the hashed name gets a hash of its own
     assert safe_name(hashed) != hashed and safe_name(hashed) != safe_name("HEAD~1")
+
+
+def test_seed_build_dir_copies_only_a_matching_config(tmp_path):
+    """A new build dir starts from the newest one of the same compiler and
+    config; nothing is seeded across configs or compilers, or over a dir
+    that exists."""
+    from kbuild import build
+    old = tmp_path / "kb-aaaaaaaaaaaa-gcc"
+    (old / "include/generated").mkdir(parents=True)
+    (old / "include/generated/autoconf.h").write_text("#define CONFIG_X 1\n")
+    (old / ".kexpand-config").write_text("h1\n")
+    (old / "mm").mkdir()
+    (old / "mm/compaction.o").write_bytes(b"obj")
+    clang = tmp_path / "kb-cccccccccccc-clang"
+    clang.mkdir()
+    (clang / ".kexpand-config").write_text("h1\n")
+    new = tmp_path / "kb-bbbbbbbbbbbb-gcc"
+    assert build.seed_build_dir(tmp_path, new, "gcc", "h2") is None and not new.exists()
+    assert build.seed_build_dir(tmp_path, new, "clang", "h1") is None
+    assert build.seed_build_dir(tmp_path, new, "gcc", "h1") == old.name
+    assert (new / "mm/compaction.o").read_bytes() == b"obj"
+    assert (new / ".kexpand-seeded-from").read_text().strip() == old.name
+    assert (new / "mm/compaction.o").stat().st_mtime == (old / "mm/compaction.o").stat().st_mtime
+    assert build.seed_build_dir(tmp_path, new, "gcc", "h1") is None     # exists

@@ -87,12 +87,39 @@ def unknown_symbols(tree, names):
     return [n for n in names if known and n not in known]
 
 
-def configure(tree, bdir, compiler, config):
+def seed_build_dir(tree, bdir, compiler, want):
+    """Start a new build dir as a copy of the newest build dir of the same
+    compiler and config in this tree, so Kbuild rebuilds only what differs
+    between the two commits (a checkout rewrites exactly the files that
+    differ, so they are newer than the copied objects, and Kbuild's
+    dependency files take it from there). Expansion bytes do not depend on
+    it; build times do, so a seeded dir never reports a clean build.
+    Returns the source dir's name, or None."""
+    if bdir.exists():
+        return None
+    same = [d for d in Path(tree).glob(f"kb-*-{compiler}")
+            if (d / ".kexpand-config").is_file()
+            and (d / ".kexpand-config").read_text().strip() == want
+            and (d / "include/generated/autoconf.h").is_file()]
+    if not same:
+        return None
+    src = max(same, key=lambda d: (d / ".kexpand-config").stat().st_mtime)
+    run(["cp", "-a", "--reflink=auto", str(src), str(bdir)],
+        what=f"copying build dir {src.name}")
+    (bdir / ".kexpand-seeded-from").write_text(src.name + "\n")
+    log(f"{bdir.name}: starts from a copy of {src.name} (same config and compiler)")
+    return src.name
+
+
+def configure(tree, bdir, compiler, config, seed=False):
     """base config (or the user's .config) + fragment + olddefconfig;
     checks every fragment option took effect. Skipped when the build dir
-    already has this config."""
+    already has this config. seed: a new build dir may start as a copy of
+    another (seed_build_dir); boots pass False, to time clean builds."""
     stamp = bdir / ".kexpand-config"
     want = config.hash()
+    if seed:
+        seed_build_dir(tree, bdir, compiler, want)
     if stamp.exists() and stamp.read_text().strip() == want and \
             (bdir / ".config").exists():
         return
@@ -189,7 +216,8 @@ def build(tree, bdir, compiler, targets, jobs, keep_going=True):
     streaming Kbuild's output into a progress line every 30 s."""
     cmd = ["make", "-C", str(tree), f"O={bdir.name}", *make_args(compiler),
            f"-j{jobs}", *(["-k"] if keep_going else []), *targets]
-    from_clean = not any(bdir.glob("*/*.o")) and not (bdir / "vmlinux").exists()
+    from_clean = not any(bdir.glob("*/*.o")) and not (bdir / "vmlinux").exists() \
+        and not (bdir / ".kexpand-seeded-from").exists()
     stamp = bdir / ".kexpand-config"
     key = f"{stamp.read_text().strip() if stamp.exists() else '-'} {compiler} " \
           f"{' '.join(targets)}"
