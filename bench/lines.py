@@ -19,13 +19,11 @@ ALL_LINES = 10_000_000
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
 
 
-def per_line_bytes(req, case, tree, commit, cc, f):
+def per_line_bytes(req, config, ccver, tree, commit, cc, f):
     """{(path, line): bytes} of one file's -E output at `commit` (cached
     in the work directory; the object was built by the measurement)."""
     cache = engine.Cache(req.work)
-    ccver = build.compiler_version(cc)
-    chash = engine.case_config(req, case).hash()
-    key = cache.lines_key(commit, cc, ccver, chash, f)
+    key = cache.lines_key(commit, cc, ccver, config.hash(), f)
     got = cache.get(key, shape=list)
     if got is None:
         series.checkout(tree, commit)
@@ -33,7 +31,7 @@ def per_line_bytes(req, case, tree, commit, cc, f):
         if not build.cmd_file(bdir, f).exists():
             # the measurement came from the cache (keyed by commit): this
             # tree's build dir may never have compiled the file
-            build.configure(tree, bdir, cc, engine.case_config(req, case), seed=True)
+            build.configure(tree, bdir, cc, config, seed=True)
             b = build.build(tree, bdir, cc, [build.obj_of(f)], req.jobs)
             if not b.ok:
                 raise KexpandError(f"building {f} at {commit[:12]} failed:\n"
@@ -80,10 +78,12 @@ def changed_lines(req, case, tree, a, b, cc, files, top=15):
     """The source lines whose -E bytes changed most from A to B, over all
     `files`: [{at_a, at_b, bytes_a, bytes_b, delta, files, source}]."""
     hunks = diff_hunks(tree, a, b)
+    # once, not per file and side: `cc --version` is a process each time
+    config, ccver = engine.case_config(req, case), build.compiler_version(cc)
     total = {}                      # key -> [bytes_a, bytes_b, files changed]
     for f in files:
-        la = per_line_bytes(req, case, tree, a, cc, f)
-        lb = per_line_bytes(req, case, tree, b, cc, f)
+        la = per_line_bytes(req, config, ccver, tree, a, cc, f)
+        lb = per_line_bytes(req, config, ccver, tree, b, cc, f)
         mine = {}
         for (p, ln), n in la.items():
             mine.setdefault((p, ln, None), [0, 0])[0] += n
