@@ -144,7 +144,7 @@ def scan_points(req, case, tree, todo, cc):
         if sc is None:
             series.checkout(tree, commit)
             bdir = build.build_dir(tree, commit, cc)
-            build.configure(tree, bdir, cc, config, seed=True)
+            build.configure(tree, bdir, cc, config, seed=True, full=True)
             with req.split.timed("builds"):
                 b = build.build_kernel(tree, bdir, cc, req.jobs)
             if not b.ok:

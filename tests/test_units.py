@@ -433,3 +433,45 @@ def test_seed_build_dir_copies_only_a_matching_config(tmp_path):
     assert (new / ".kexpand-seeded-from").read_text().strip() == old.name
     assert (new / "mm/compaction.o").stat().st_mtime == (old / "mm/compaction.o").stat().st_mtime
     assert build.seed_build_dir(tmp_path, new, "gcc", "h1") is None     # exists
+
+
+def test_seed_for_a_full_build_replaces_a_dir_without_one(tmp_path):
+    from kbuild import build
+    def kb(name, vmlinux):
+        d = tmp_path / name
+        (d / "include/generated").mkdir(parents=True)
+        (d / "include/generated/autoconf.h").write_text("")
+        (d / ".kexpand-config").write_text("h1\n")
+        if vmlinux:
+            (d / "vmlinux").write_bytes(b"elf")
+        return d
+    full, objs = kb("kb-aaaaaaaaaaaa-gcc", True), kb("kb-bbbbbbbbbbbb-gcc", False)
+    assert build.seed_build_dir(tmp_path, objs, "gcc", "h1") is None      # exists
+    assert build.seed_build_dir(tmp_path, objs, "gcc", "h1", full=True) == full.name
+    assert (objs / "vmlinux").read_bytes() == b"elf"
+    # a dir with a whole kernel is never replaced
+    assert build.seed_build_dir(tmp_path, full, "gcc", "h1", full=True) is None
+
+
+def test_seeded_dir_names_itself_where_a_path_was_absolute(tmp_path):
+    """objtool's build records the build dir's absolute path: a copy must
+    name the copy, with the file's mtime kept (else objtool is rebuilt and
+    every object with it)."""
+    import os
+    from kbuild import build
+    old = tmp_path / "kb-aaaaaaaaaaaa-gcc"
+    (old / "include/generated").mkdir(parents=True)
+    (old / "include/generated/autoconf.h").write_text("")
+    (old / ".kexpand-config").write_text("h1\n")
+    (old / "tools/objtool").mkdir(parents=True)
+    cmd = old / "tools/objtool/.check.o.cmd"
+    cmd.write_text(f"cmd_{old}/tools/objtool/check.o := gcc -o {old}/tools/objtool/check.o\n")
+    os.utime(cmd, (1_000_000, 1_000_000))
+    (old / "vmlinux.o").write_bytes(b"\0" + str(old).encode())    # binary: left alone
+    new = tmp_path / "kb-bbbbbbbbbbbb-gcc"
+    assert build.seed_build_dir(tmp_path, new, "gcc", "h1") == old.name
+    text = (new / "tools/objtool/.check.o.cmd").read_text()
+    assert str(old) not in text and text.count(str(new)) == 2
+    assert (new / "tools/objtool/.check.o.cmd").stat().st_mtime == 1_000_000
+    assert (new / "vmlinux.o").read_bytes() == b"\0" + str(old).encode()
+    assert str(old) in cmd.read_text()                       # the source dir: as it was

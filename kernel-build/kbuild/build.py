@@ -7,8 +7,10 @@ path in the commands and in the preprocessor's line markers is relative,
 and expansion bytes do not depend on where the work directory is."""
 import collections
 import hashlib
+import os
 import re
 import shlex
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -87,31 +89,55 @@ def unknown_symbols(tree, names):
     return [n for n in names if known and n not in known]
 
 
-def seed_build_dir(tree, bdir, compiler, want):
+def retarget(src, dst):
+    """After copying build dir src to dst: Kbuild names the build dir
+    relatively, but objtool's build (tools/) and external modules record
+    it as an absolute path. Left naming src, their commands look changed,
+    objtool is rebuilt, and its new binary puts every object out of date
+    (a full rebuild: measured, 1,204 steps on 6.12). Build dir names have
+    one length (kb-<12 hex>-<cc>), so the text is rewritten in place;
+    mtimes are kept, which is what make compares."""
+    old, new = str(Path(src).resolve()), str(Path(dst).resolve())
+    hits = run(["grep", "-rlIF", "--", old, str(dst)], check=False).stdout
+    for f in hits.splitlines():
+        path = Path(f)
+        st = path.stat()
+        path.write_bytes(path.read_bytes().replace(old.encode(), new.encode()))
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def seed_build_dir(tree, bdir, compiler, want, full=False):
     """Start a new build dir as a copy of the newest build dir of the same
     compiler and config in this tree, so Kbuild rebuilds only what differs
     between the two commits (a checkout rewrites exactly the files that
     differ, so they are newer than the copied objects, and Kbuild's
     dependency files take it from there). Expansion bytes do not depend on
     it; build times do, so a seeded dir never reports a clean build.
-    Returns the source dir's name, or None."""
-    if bdir.exists():
+    full: a whole kernel is about to be built: an existing dir without one
+    is replaced by a copy of a dir that has one (its objects are as good a
+    start as the copy's, by the same argument). Returns the source dir's
+    name, or None."""
+    if bdir.exists() and (not full or (bdir / "vmlinux").exists()):
         return None
     same = [d for d in Path(tree).glob(f"kb-*-{compiler}")
-            if (d / ".kexpand-config").is_file()
+            if d != bdir and (d / ".kexpand-config").is_file()
             and (d / ".kexpand-config").read_text().strip() == want
-            and (d / "include/generated/autoconf.h").is_file()]
+            and (d / "include/generated/autoconf.h").is_file()
+            and (not full or (d / "vmlinux").is_file())]
     if not same:
         return None
     src = max(same, key=lambda d: (d / ".kexpand-config").stat().st_mtime)
+    if bdir.exists():
+        shutil.rmtree(bdir)
     run(["cp", "-a", "--reflink=auto", str(src), str(bdir)],
         what=f"copying build dir {src.name}")
+    retarget(src, bdir)
     (bdir / ".kexpand-seeded-from").write_text(src.name + "\n")
     log(f"{bdir.name}: starts from a copy of {src.name} (same config and compiler)")
     return src.name
 
 
-def configure(tree, bdir, compiler, config, seed=False):
+def configure(tree, bdir, compiler, config, seed=False, full=False):
     """base config (or the user's .config) + fragment + olddefconfig;
     checks every fragment option took effect. Skipped when the build dir
     already has this config. seed: a new build dir may start as a copy of
@@ -119,7 +145,7 @@ def configure(tree, bdir, compiler, config, seed=False):
     stamp = bdir / ".kexpand-config"
     want = config.hash()
     if seed:
-        seed_build_dir(tree, bdir, compiler, want)
+        seed_build_dir(tree, bdir, compiler, want, full)
     if stamp.exists() and stamp.read_text().strip() == want and \
             (bdir / ".config").exists():
         return
