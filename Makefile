@@ -8,7 +8,7 @@ CC_HOST ?= gcc
 PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev libc6-dev \
               qemu-system-x86 \
               xz-utils git python3 python3-matplotlib python3-markdown clang lld llvm \
-              hyperfine time
+              hyperfine time g++ llvm-14-dev libclang-cpp14-dev libclang-14-dev
 PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 
 .PHONY: all bench bench-analyzer boot scan prepare plots compare bisect test unit-test clean deps-bench deps-test
@@ -21,7 +21,7 @@ PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 # Their text reaches the programs as typed: make does not expand a '$' in
 # them ($(shell ...) in A= runs nothing) and the shell never sees them.
 KX_VARS := A B FILE FILES GOOD BAD KERNEL POINTS CASE RUNS JOBS BOOT_TIMEOUT \
-           THRESHOLD NO_TIME NO_BOOT WRITE_FOCUS CONFIG KCONFIG KEXPAND_WORK KEXPAND_RESULTS
+           THRESHOLD NO_TIME NO_BOOT NO_MACROS WRITE_FOCUS CONFIG KCONFIG KEXPAND_WORK KEXPAND_RESULTS
 $(foreach v,$(KX_VARS),$(if $(filter command line,$(origin $(v))),$(eval override $(v) := $$(value $(v)))$(eval export $(v))))
 export KX_CC := $(if $(filter command line,$(origin CC)),$(value CC))
 
@@ -30,10 +30,17 @@ export KX_CC := $(if $(filter command line,$(origin CC)),$(value CC))
 measure = rc=0; $(PY) bench/kexpand.py $(1) || rc=$$?; \
 	case $$rc in 0|3|4) $(PY) compare.py $(2) || exit $$?;; esac; exit $$rc
 
-all: bench/kx-analyze
+TOOLS := bench/kx-analyze bench/kx-macros bench/kx-macrostack
+all: $(TOOLS)
 
-bench/kx-analyze: bench/kx-analyze.c
+bench/kx-analyze bench/kx-macros: bench/%: bench/%.c
 	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ $<
+
+# clang's preprocessor API is C++ (Debian's libclang-14-dev, libclang-cpp14-dev)
+LLVM_DIR := /usr/lib/llvm-14
+bench/kx-macrostack: bench/kx-macrostack.cpp
+	g++ -O2 -g -std=c++17 -Wall -Wextra -Werror -isystem $(LLVM_DIR)/include -o $@ $< \
+	  -L$(LLVM_DIR)/lib -Wl,-rpath,$(LLVM_DIR)/lib -lclang-cpp -lLLVM-14
 
 # Explicit targets, not a pattern rule: make never searches implicit rules
 # for .PHONY targets, so a `deps-%` rule silently did nothing.
@@ -50,7 +57,7 @@ deps-bench deps-test:
 
 # The whole story on the packaged tree: prepare the series points, boot and
 # measure every point and focus file, write results/ and the plots.
-bench: deps-bench bench/kx-analyze
+bench: deps-bench $(TOOLS)
 	@$(call measure,bench,)
 
 prepare: deps-bench
@@ -60,32 +67,32 @@ plots:
 	$(PY) compare.py
 
 # Boot-check points (POINTS="a b", default all) in QEMU + conformance matrix.
-boot: deps-bench bench/kx-analyze
+boot: deps-bench $(TOOLS)
 	@$(call measure,boot,)
 
 # Scan every C file the build compiled: all points, or rank A..B by growth
 # (WRITE_FOCUS=path writes the top files as a focus-file list).
-scan: deps-bench bench/kx-analyze
+scan: deps-bench $(TOOLS)
 	@$(call measure,scan,$(if $(A),--scan,--index))
 
 # Throughput of the C analyzer, and its cost relative to gcc -E (setup.c, laight-v4).
-bench-analyzer: deps-bench bench/kx-analyze
+bench-analyzer: deps-bench $(TOOLS)
 	$(PY) bench/kexpand.py analyzer-bench
 
 # Compare two commits: series tags, or any commit-ish of KERNEL=<git tree>.
-compare: deps-bench bench/kx-analyze
+compare: deps-bench $(TOOLS)
 	@$(call measure,compare,--compare)
 
 # First commit between GOOD and BAD that pushes FILE's expansion past THRESHOLD.
-bisect: deps-bench bench/kx-analyze
+bisect: deps-bench $(TOOLS)
 	@$(call measure,bisect,--index)
 
-unit-test: deps-test bench/kx-analyze
+unit-test: deps-test $(TOOLS)
 	$(PY) -m pytest -q tests -m "not integration"
 
-test: deps-test bench/kx-analyze
+test: deps-test $(TOOLS)
 	$(PY) -m pytest -q tests
 
 clean:
-	rm -f bench/kx-analyze
+	rm -f $(TOOLS)
 	rm -rf tests/__pycache__ bench/__pycache__ kernel-build/kbuild/__pycache__ plots/__pycache__ .pytest_cache

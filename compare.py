@@ -9,7 +9,8 @@ after every measuring command.
 
 Series output, per compiler CC in the records:
   results/plots/{expansion,longest-line,e-time,c-time,peak-rss}-CC.{png,svg}
-  results/expansion.md, boot.{md,csv}, conformance.{md,csv}
+  results/expansion.md, boot.{md,csv}, conformance.{md,csv}, macros.{md,csv},
+  results/plots/flame-FILE-N-POINT.svg (each focus file's hottest line, clang)
 Pair output (results/compare/A..B/): report.md, compare.csv, bytes-CC.*,
 c-time-CC.*. Scan output (results/scan/A..B/): ranking.md, growth.*.
 Imports: bench.results (the results/ contract), bench.stats, plots/."""
@@ -26,7 +27,7 @@ import bench.results                                   # noqa: E402
 from bench import stats                                # noqa: E402
 from bench.results import (KexpandError, atomic_write, log,  # noqa: E402
                            main_wrapper, read_json)
-from plots import page, regression, tables            # noqa: E402
+from plots import macros, page, regression, tables    # noqa: E402
 from plots.tables import ok                            # noqa: E402
 
 COMPARE_COLUMNS = ["file", "compiler", "bytes_a", "bytes_b", "bytes_ratio",
@@ -131,7 +132,8 @@ def write_pair_report(results, outdir, records=None):
         COMPARE_COLUMNS, [r for r in rows if r["status"] == "ok"]))
     changes = read_json(outdir / "lines.json") if (outdir / "lines.json").exists() else None
     atomic_write(outdir / "report.md", tables.pair_markdown(
-        pair, rows, changes if isinstance(changes, dict) else None))
+        pair, rows, changes if isinstance(changes, dict) else None)
+        + macros.pair_markdown(pair, records))
     for cc in pair["compilers"]:
         cr = [r for r in rows if r["compiler"] == cc and r["status"] == "ok"]
         if not cr:
@@ -242,6 +244,10 @@ def write_series(results, case):
     outdir = results / "plots"
     written = plot_all(index, records, outdir)
     atomic_write(results / "expansion.md", tables.tables(index, records))
+    atomic_write(results / "macros.csv", tables.csv_text(
+        macros.CSV_COLUMNS, macros.csv_rows(index, records)))
+    atomic_write(results / "macros.md", macros.series_markdown(index, records))
+    written += macros.flame_graphs(index, records, outdir)
     write_boot_report(results, index)
     write_conformance(results, index)
     # every compare pair, the bench's A/A check among them, from these records

@@ -11,7 +11,7 @@ from kbuild import series, trees
 from kbuild.settings import parse_threshold
 from kbuild.util import KexpandError, atomic_write_json, log, run, work_lock
 
-from . import engine
+from . import engine, macros
 from .points import (check_file_names, check_files_exist, file_slug, make_command,
                      open_tree, pair_dir)
 
@@ -21,6 +21,22 @@ def measure_one(req, case, tree, name, commit, file):
     rec = engine.measure_point(req, case, tree, name, commit, "gcc", [file],
                                timed=False)
     return rec["files"][file]
+
+
+def macro_changes(req, case, tree, first, file):
+    """The macros whose own bytes (gcc) changed most at the first bad
+    commit, against its parent."""
+    parent = series.git(tree, "rev-parse", f"{first}^").stdout.strip()
+    e = {}
+    for c in (parent, first):
+        rec = engine.measure_point(req, case, tree, c[:12], c, "gcc", [file],
+                                   timed=False, attribute=True)
+        e[c] = (rec["files"][file].get("macros") or {})
+    if any(m.get("status") not in ("ok", "mismatch") for m in e.values()):
+        return None
+    return [{"macro": n, "own_bytes_before": a, "own_bytes_after": b}
+            for n, a, b in macros.changes(e[parent]["macros"], e[first]["macros"],
+                                          "own_bytes")]
 
 
 def threshold_bytes(spec, good, bad):
@@ -56,11 +72,17 @@ def cmd_bisect(req, case):
         first, log_text = git_bisect(req, case, tree, good, bad, thr, gb, bb)
         table = per_commit(req, case, tree, good, bad)
         linear_first = next((c for c, b, _ in table if b is not None and b > thr), None)
+        if not req.no_macros:
+            req.progress.say(f"attributing {req.file} to macros at {first[:12]} "
+                             "and its parent")
+        changed = None if req.no_macros else macro_changes(req, case, tree, first,
+                                                           req.file)
         out = {"file": req.file,
                "good": {"ref": req.good, "commit": good, "bytes": gb},
                "bad": {"ref": req.bad, "commit": bad, "bytes": bb},
                "threshold_bytes": thr, "first_bad": first,
                "first_bad_subject": trees.subject(tree, first),
+               "first_bad_macros": changed,
                "agrees_with_per_commit_measurements": linear_first == first,
                "per_commit": [{"commit": c, "bytes": b, "subject": s,
                                "status": "ok" if b is not None else "not measured"}
@@ -116,6 +138,12 @@ def print_bisect(out, thr, table):
     for c, b, subj in table:
         mark = "  <- first bad" if c == first else ""
         print(f"  {c[:12]} {b if b is not None else 'n/a':>12}  {subj[:60]}{mark}")
+    if out.get("first_bad_macros"):
+        print(f"macros whose own bytes changed most at {first[:12]} (gcc):")
+        for m in out["first_bad_macros"][:5]:
+            a, b = m["own_bytes_before"], m["own_bytes_after"]
+            print(f"  {m['macro']:28} {a if a is not None else '-':>12} -> "
+                  f"{b if b is not None else '-':>12}")
     print("bisect agrees with the per-commit measurements" if
           out["agrees_with_per_commit_measurements"] else
           "WARNING: bisect disagrees with the per-commit measurements")

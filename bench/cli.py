@@ -35,9 +35,11 @@ def parser():
     sub = ap.add_subparsers(dest="cmd", required=True)
     specs = {
         "prepare": [], "boot": ["points"],
-        "bench": ["points", "files", "cc", "no_time", "no_boot"],
-        "compare": ["a", "b", "kernel", "files", "cc", "no_time", "config", "kconfig"],
-        "bisect": ["file", "good", "bad", "kernel", "threshold", "config", "kconfig"],
+        "bench": ["points", "files", "cc", "no_time", "no_boot", "no_macros"],
+        "compare": ["a", "b", "kernel", "files", "cc", "no_time", "no_macros",
+                    "config", "kconfig"],
+        "bisect": ["file", "good", "bad", "kernel", "threshold", "no_macros", "config",
+                   "kconfig"],
         "scan": ["a", "b", "points", "kernel", "cc", "top", "write_focus",
                  "config", "kconfig"],
         "analyzer-bench": ["repeat"],
@@ -48,7 +50,7 @@ def parser():
         p.add_argument("--case")
         for o in opts:
             flag = "--" + o.replace("_", "-")
-            if o in ("no_time", "no_boot"):
+            if o in ("no_time", "no_boot", "no_macros"):
                 p.add_argument(flag, action="store_true", default=None)
             elif o == "step_threshold":
                 p.add_argument("--threshold", dest="step_threshold", type=int,

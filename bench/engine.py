@@ -13,7 +13,7 @@ from kbuild import build, series
 from kbuild.util import (REPO, KexpandError, atomic_write_json, kill_group,
                          log, read_json, spawn)
 
-from . import results, timing
+from . import macros, results, timing
 
 ANALYZER = Path(__file__).resolve().parent / "kx-analyze"
 ANALYZER_VERSION = "2"
@@ -50,6 +50,9 @@ class Cache:
 
     def lines_key(self, commit, cc, ccver, chash, f):
         return self._key(commit, cc, ccver, chash, f, "lines", ANALYZER_VERSION)
+
+    def macros_key(self, commit, cc, ccver, chash, f):
+        return self._key(commit, cc, ccver, chash, f, "macros", macros.VERSION)
 
     def scan_key(self, commit, cc, ccver, chash):
         return self._key(commit, cc, ccver, chash, "scan", ANALYZER_VERSION)
@@ -197,23 +200,28 @@ def case_config(req, case):
                         strict=req.strict_config)
 
 
-def measure_point(req, case, tree, name, commit, cc, files, timed=True):
-    """Expansion and (if `timed`) times of each file at one (commit,
-    compiler); builds only what is not in the cache. Returns the record."""
+def measure_point(req, case, tree, name, commit, cc, files, timed=True,
+                  attribute=False):
+    """Expansion, (if `timed`) times and (if `attribute`) the macros of each
+    file at one (commit, compiler); builds only what is not in the cache.
+    Returns the record."""
     cache = Cache(req.work)
     bdir = build.build_dir(tree, commit, cc)
     ccver = build.compiler_version(cc)
     chash = case_config(req, case).hash()
-    kinds = ["expand"] + (list(TIME_KINDS) if timed else [])
+    kinds = ["expand"] + (list(TIME_KINDS) if timed else []) + \
+        (["macros"] if attribute else [])
 
     def key(f, kind):
         if kind == "expand":
             return cache.expand_key(commit, cc, ccver, chash, f)
+        if kind == "macros":
+            return cache.macros_key(commit, cc, ccver, chash, f)
         return cache.time_key(commit, cc, ccver, chash, f, kind, req.runs)
 
     # a cached value of the wrong shape is measured again, never copied on
     valid = {"expand": results.entry_ok, "time_E": results.timing_ok,
-             "time_c": results.timing_ok}
+             "time_c": results.timing_ok, "macros": results.macros_ok}
     got = {}
     for f in files:
         for k in kinds:
@@ -238,7 +246,14 @@ def measure_point(req, case, tree, name, commit, cc, files, timed=True):
                     with req.split.timed("expansion"):
                         got[(f, "expand")] = measure_file(bdir, f)
                     cache.put(key(f, "expand"), got[(f, "expand")])
-                want = [k for k in kinds[1:] if got[(f, k)] is None]
+                if "macros" in kinds and got[(f, "macros")] is None:
+                    req.progress.say(f"  attributing {f} to macros ({name}, {cc})")
+                    with req.split.timed("attribution"):
+                        m = macros.measure(bdir, f, cc, got[(f, "expand")])
+                    got[(f, "macros")] = m
+                    if m["status"] != "error":      # tool failures are retried
+                        cache.put(key(f, "macros"), m)
+                want = [k for k in TIME_KINDS if k in kinds and got[(f, k)] is None]
                 if want:
                     est = got[(f, "expand")]["analyze_seconds"]
                     for kind, t in _time_file(req, bdir, f, cc, name, est,
@@ -252,7 +267,7 @@ def measure_point(req, case, tree, name, commit, cc, files, timed=True):
     entries = {}
     for f in files:
         entries[f] = failed.get(f) or dict(
-            got[(f, "expand")], **({k: got[(f, k)] for k in TIME_KINDS} if timed else {}))
+            got[(f, "expand")], **{k: got[(f, k)] for k in kinds[1:]})
     rec = results.header("kexpand.expansion", case.name, name, commit, cc,
                          ccver, chash)
     rec.update({"arch": build.ARCH, "build_dir": bdir.name,

@@ -95,7 +95,8 @@ def pair_dir(req, kind, a, b):
     return results.pair_dir(req.results, kind, a, b)
 
 
-def measure_commits(req, case, tree, todo, files, package, timed=True):
+def measure_commits(req, case, tree, todo, files, package, timed=True,
+                    attribute=True):
     """Measure [(name, commit)] x compilers x files through the cache and
     write one record per (commit, compiler). Returns the worst exit code
     and the records written, by (commit, compiler)."""
@@ -104,7 +105,7 @@ def measure_commits(req, case, tree, todo, files, package, timed=True):
         for name, commit in todo:
             req.progress.step(f"{name} / {cc}")
             rec = engine.measure_point(req, case, tree, name, commit, cc, files,
-                                       timed=timed)
+                                       timed=timed, attribute=attribute)
             rec["package"] = package
             if any(e["status"] != "ok" for e in rec["files"].values()):
                 worst = max(worst, 3)
@@ -143,7 +144,8 @@ def make_command(req):
                       else (req.compilers[0] if req.compilers_given else None)),
                      ("CONFIG", None if req.config_base == "tinyconfig" else req.config_base),
                      ("KCONFIG", req.kconfig), ("RUNS", req.runs),
-                     ("NO_TIME", "1" if req.no_time else None)):
+                     ("NO_TIME", "1" if req.no_time else None),
+                     ("NO_MACROS", "1" if req.no_macros else None)):
         if val is not None:
             parts.append(f"{var}={val}")
     return shlex.join(parts)

@@ -58,6 +58,12 @@ def timing_ok(t):
         isinstance((t.get("hyperfine") or {}).get("times"), list)
 
 
+def macros_ok(m):
+    """A macros entry: a status, and when measured its list of macros."""
+    return isinstance(m, dict) and isinstance(m.get("status"), str) and (
+        m["status"] == "error" or isinstance(m.get("macros"), list))
+
+
 def entry_ok(e):
     """A file entry of an expansion record is well formed: a failure with
     its status, or "ok" with integer bytes and, if timed, full timings."""
@@ -70,7 +76,8 @@ def entry_ok(e):
         return False
     if not isinstance(e.get("hot_lines", []), list):
         return False
-    return all(timing_ok(e[k]) for k in ("time_E", "time_c") if e.get(k) is not None)
+    return all(timing_ok(e[k]) for k in ("time_E", "time_c") if e.get(k) is not None) \
+        and (e.get("macros") is None or macros_ok(e["macros"]))
 
 
 def record_ok(rec):

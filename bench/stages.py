@@ -185,7 +185,8 @@ def cmd_bench(req, case):
             # build directory and its time is a clean-build time
             worst = max(worst, boot_points(req, case, tree, todo))
         worst = max(worst, measure_commits(req, case, tree, todo, files, package,
-                                           timed=not req.no_time)[0])
+                                           timed=not req.no_time,
+                                           attribute=not req.no_macros)[0])
         conformance_points(req, case, tree, todo)
         index = write_series_index(req, case, commits, package, files)
         records = results.load_records(req.results)
@@ -252,7 +253,8 @@ def cmd_compare(req, case):
         for c in (ca, cb):
             check_files_exist(tree, files, focus, commit=c)
         worst, recs = measure_commits(req, case, tree, [(req.a, ca), (req.b, cb)],
-                                      files, package, timed=not req.no_time)
+                                      files, package, timed=not req.no_time,
+                                      attribute=not req.no_macros)
         out = pair_dir(req, "compare", req.a, req.b)
         write_changed_lines(req, case, tree, recs, ca, cb, files, out)
         atomic_write_json(out / "pair.json", {

@@ -55,11 +55,21 @@ def bisect_html(b):
         f"<td>{html.escape(c['subject'])}"
         f"{' ← first bad' if c['commit'] == b['first_bad'] else ''}</td></tr>"
         for c in b["per_commit"])
+    mac = ""
+    if b.get("first_bad_macros"):
+        num = lambda v: f"{v:,}" if isinstance(v, int) else "(not in top)"  # noqa: E731
+        mac = ("<p>macros whose own bytes (gcc) changed most at the first bad "
+               "commit:</p><table><tr><th>macro</th><th>before</th><th>after</th></tr>"
+               + "".join(f"<tr><td><code>{html.escape(m['macro'])}</code></td>"
+                         f"<td>{num(m['own_bytes_before'])}</td>"
+                         f"<td>{num(m['own_bytes_after'])}</td></tr>"
+                         for m in b["first_bad_macros"]) + "</table>")
     return (f"<hr><h2>bisect: {html.escape(b['file'])} "
             f"{html.escape(b['good']['ref'])}..{html.escape(b['bad']['ref'])}</h2>"
             f"<p>threshold {b['threshold_bytes']:,} bytes; first bad: "
             f"<code>{b['first_bad'][:12]}</code> {html.escape(b['first_bad_subject'])}</p>"
-            f"<table><tr><th>commit</th><th>bytes</th><th>subject</th></tr>{rows}</table>")
+            f"<table><tr><th>commit</th><th>bytes</th><th>subject</th></tr>{rows}</table>"
+            + mac)
 
 
 def image(results, p, link_svg=False):
@@ -87,6 +97,18 @@ def write_index(results, plot_order):
     for i, name in enumerate(("expansion.md", "boot.md", "conformance.md")):
         if (results / name).exists():
             parts.append(("<hr>" if i else "") + md_to_html((results / name).read_text()))
+    flames = sorted((results / "plots").glob("flame-*.svg")) \
+        if (results / "plots").is_dir() else []
+    if flames:
+        parts.append("<hr><h2>Flame graphs: the hottest line of each focus file, "
+                     "by macro expansion stack (clang)</h2><p>Width: bytes produced "
+                     "inside a macro's expansions; bottom: the line, above it the "
+                     "outermost macro. Open one for its tooltips.</p>")
+        parts += [f'<p><a href="{p.relative_to(results).as_posix()}"><img '
+                  f'src="{p.relative_to(results).as_posix()}" alt="{html.escape(p.stem)}">'
+                  "</a></p>" for p in flames]
+    if (results / "macros.md").exists():
+        parts.append("<hr>" + md_to_html((results / "macros.md").read_text()))
     for kind in ("compare", "scan"):
         d = results / kind
         for sub in sorted(p for p in d.iterdir() if p.is_dir()) if d.is_dir() else []:

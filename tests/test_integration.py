@@ -66,7 +66,8 @@ def test_every_patch_applies(env):
 def test_setup_c_expansion(env):
     base, e = env
     kx(e, "bench", "--points", "pre-6.7,laight-v4,laight-v4-clamp-move",
-       "--files", "arch/x86/xen/setup.c", "--cc", "gcc", "--no-time", "--no-boot")
+       "--files", "arch/x86/xen/setup.c", "--cc", "gcc", "--no-time", "--no-boot",
+       "--no-macros")
     rows = list(csv.DictReader(open(base / "results/summary.csv")))
     by = {r["point"]: r for r in rows}
     assert set(by) == {"pre-6.7", "laight-v4", "laight-v4-clamp-move"}
@@ -90,7 +91,8 @@ def test_second_run_uses_cache(env):
     base, e = env
     before = (base / "results/summary.csv").read_text()
     p = kx(e, "bench", "--points", "pre-6.7,laight-v4,laight-v4-clamp-move",
-           "--files", "arch/x86/xen/setup.c", "--cc", "gcc", "--no-time", "--no-boot")
+           "--files", "arch/x86/xen/setup.c", "--cc", "gcc", "--no-time", "--no-boot",
+           "--no-macros")
     assert "building" not in p.stderr and "preprocessing" not in p.stderr
     assert (base / "results/summary.csv").read_text() == before
 
@@ -100,7 +102,7 @@ def test_timing_gcc_and_clang(env):
     small file (the heavy ones would take minutes)."""
     base, e = env
     kx(dict(e, RUNS="2"), "bench", "--points", "packaged",
-       "--files", "mm/percpu.c", "--no-boot")
+       "--files", "mm/percpu.c", "--no-boot", "--no-macros")
     rows = [r for r in csv.DictReader(open(base / "results/summary.csv"))
             if r["point"] == "packaged"]
     assert {r["compiler"] for r in rows} == {"gcc", "clang"}
@@ -122,6 +124,49 @@ def test_unknown_point_is_user_error(env):
     assert p.returncode == 2
     assert "unknown point v6.6" in p.stderr and "laight-v4" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_macros_of_setup_c(env):
+    """gcc at laight-v4: every byte of setup.c's 50 MB in one row, the
+    rows adding up exactly. clang at the packaged point (its build dir is
+    the timing test's): the outermost macro of the hottest line holds that
+    line's bytes within 1%, and the stacks nest min3 > min > __careful_cmp."""
+    base, e = env
+    kx(e, "bench", "--points", "laight-v4", "--files", "arch/x86/xen/setup.c",
+       "--cc", "gcc", "--no-time", "--no-boot")
+    kx(e, "bench", "--points", "packaged", "--files", "arch/x86/xen/setup.c",
+       "--cc", "clang", "--no-time", "--no-boot")
+    tree = base / "work/tree"
+    rev = lambda t: subprocess.run(["git", "-C", tree, "rev-parse", t],  # noqa: E731
+                                   capture_output=True, text=True).stdout.strip()
+    g = json.load(open(base / f"results/{rev('laight-v4')[:12]}/gcc.json"))
+    e0 = g["files"]["arch/x86/xen/setup.c"]
+    m = e0["macros"]
+    assert m["status"] == "ok" and m["bytes"] == e0["expanded_bytes"] > 40_000_000
+    assert sum(m["classes"].values()) + m["macro_bytes"] == m["bytes"]
+    assert sum(x["own_bytes"] for x in m["macros"]) + m["other_macros_bytes"] == \
+        m["macro_bytes"]
+    line = m["hot_line"]
+    assert line["at"] == "arch/x86/xen/setup.c:796"
+    assert line["bytes"] == e0["hot_lines"][0]["bytes"]
+    assert {x["name"] for x in line["macros"][:10]} & {"__careful_cmp", "__cmp_once",
+                                                         "__is_signed", "is_signed_type"}
+    c = json.load(open(base / f"results/{rev('packaged')[:12]}/clang.json"))
+    e1 = c["files"]["arch/x86/xen/setup.c"]
+    line = e1["macros"]["hot_line"]
+    assert line["at"] == e1["hot_lines"][0]["at"] == "arch/x86/xen/setup.c:796"
+    outer = {x["name"]: x for x in line["macros"]}["min3"]
+    assert abs(outer["inclusive_bytes"] - e1["hot_lines"][0]["bytes"]) <= \
+        0.01 * e1["hot_lines"][0]["bytes"]
+    assert any(s.startswith("arch/x86/xen/setup.c:796;min3;min;__careful_cmp")
+               for s, _ in line["stacks"])
+    assert sum(b for _, b in line["stacks"]) == line["bytes_est"]
+    subprocess.run([PY, str(REPO / "compare.py"), "--results", str(base / "results")],
+                   env=e, check=True, capture_output=True)
+    assert (base / "results/plots/flame-arch_x86_xen_setup.c-0-packaged.svg").exists()
+    rows = [r for r in csv.DictReader(open(base / "results/macros.csv"))
+            if r["point"] == "laight-v4" and r["compiler"] == "gcc"]
+    assert sum(int(r["own_bytes"]) for r in rows) == e0["expanded_bytes"]
 
 
 def test_compare_series_points(env):

@@ -6,7 +6,7 @@ kexpand reads the environment.
 Environment (README, "Variables"): KEXPAND_WORK, KEXPAND_RESULTS,
 KEXPAND_CASES, KEXPAND_TARBALL, CASE, POINTS, FILES, KX_CC (make's CC=
 from the command line), KERNEL, A, B, FILE, GOOD, BAD, THRESHOLD, RUNS,
-JOBS, BOOT_TIMEOUT, NO_TIME, NO_BOOT, WRITE_FOCUS."""
+JOBS, BOOT_TIMEOUT, NO_TIME, NO_BOOT, NO_MACROS, WRITE_FOCUS."""
 import math
 import os
 import re
@@ -45,6 +45,7 @@ class Request:
     config_base: str = "tinyconfig"   # CONFIG=
     kconfig: Path | None = None       # KCONFIG=: a user's .config
     no_time: bool = False
+    no_macros: bool = False
     no_boot: bool = False
     write_focus: str | None = None
     top: int = 20
@@ -124,7 +125,8 @@ def from_env(command, args=None, env=None):
     _numbers(req, get, args)
     _names(req, get)
     _config(req, get)
-    for key, envname in (("no_time", "NO_TIME"), ("no_boot", "NO_BOOT")):
+    for key, envname in (("no_time", "NO_TIME"), ("no_boot", "NO_BOOT"),
+                          ("no_macros", "NO_MACROS")):
         v = args.get(key)
         if v is None:
             raw = (env.get(envname) or "").strip()

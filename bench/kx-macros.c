@@ -1,0 +1,602 @@
+/*
+ * kx-macros: which macro spelled each byte of the preprocessed output.
+ *
+ *   gcc -E -fdebug-cpp ... -o - file.c | kx-macros [-n TOP] [-l FILE:LINE]...
+ *
+ * gcc's -fdebug-cpp prefixes every output token with where it was spelled,
+ * "{P:file;F:...;L:line;C:column;...}". Removing the prefixes gives plain
+ * -E output byte for byte, so every plain byte is counted in exactly one
+ * class (the classes add up to the plain -E size):
+ *   a macro        the token is spelled on a line of that macro's #define
+ *                  (its "own" bytes: nested macros count for themselves)
+ *   <source>       the token is spelled in ordinary source text (the file's
+ *                  and headers' own code, and macro arguments written there)
+ *   <stringified>  a string made by '#' (its text is not in the source)
+ *   <pasted>       any other token made by the preprocessor: '##' pastes,
+ *                  __COUNTER__, __LINE__
+ *   <command-line> tokens of -D macros and gcc's built-in macros
+ *   <markers>      line markers, #pragma lines, whitespace and newlines
+ * A token is "spelled" at its location when the source line at that
+ * column starts with the token's text; the files are read from the
+ * current directory, as the compiler named them.
+ *
+ * Nothing is kept of the stream but counters. Writes one JSON object:
+ * bytes (plain), classes, n_macros, the TOP macros by own bytes, and for
+ * each -l FILE:LINE the same for the output lines of that source line
+ * (FILE as in the line markers; leading "./" and "../" are ignored).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { C_SOURCE, C_STRINGIFIED, C_PASTED, C_CMDLINE, C_MARKERS, NCLASS };
+static const char *const class_name[NCLASS] = {
+	"<source>", "<stringified>", "<pasted>", "<command-line>", "<markers>",
+};
+
+struct macro {
+	char *name;
+	uint32_t file, line;    /* where its #define starts */
+	uint64_t bytes, tokens;
+};
+
+struct srcfile {
+	char *path;
+	int readable;
+	char *text;
+	size_t nlines;
+	size_t *start;          /* byte offset of each physical line (1-based) */
+	int32_t *macro;         /* macro id of each line, -1 outside #define */
+};
+
+static struct macro *macros;
+static size_t nmacros, macros_cap;
+static struct srcfile *files;
+static size_t nfiles, files_cap;
+
+#define MAXSEL 16
+struct sel {
+	char *file;
+	uint32_t line;
+	uint64_t bytes;
+	uint64_t cls[NCLASS];
+	uint64_t *mac;           /* per macro id, grown with macros */
+	size_t mac_cap;
+};
+static struct sel sels[MAXSEL];
+static int nsel;
+
+static uint64_t cls_total[NCLASS];
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p) {
+		fprintf(stderr, "kx-macros: out of memory\n");
+		exit(2);
+	}
+	return p;
+}
+
+static char *xstrndup(const char *s, size_t n)
+{
+	char *d = xrealloc(NULL, n + 1);
+	memcpy(d, s, n);
+	d[n] = 0;
+	return d;
+}
+
+static int is_ident(int c)
+{
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9');
+}
+
+/* Mark the physical lines of every #define of f with its macro id. A
+ * directive runs to the first newline that is neither escaped by a
+ * backslash nor inside a block comment. */
+static void find_defines(struct srcfile *f, uint32_t fid)
+{
+	const char *t = f->text;
+	size_t n = strlen(t), line = 1, i = 0;
+	int in_comment = 0;
+	while (i < n) {
+		/* at the start of a logical line */
+		size_t j = i, first = line;
+		if (!in_comment) {
+			while (j < n && (t[j] == ' ' || t[j] == '\t'))
+				j++;
+		}
+		int32_t id = -1;
+		if (!in_comment && j < n && t[j] == '#') {
+			j++;
+			while (j < n && (t[j] == ' ' || t[j] == '\t'))
+				j++;
+			if (n - j > 6 && !strncmp(t + j, "define", 6) &&
+			    (t[j + 6] == ' ' || t[j + 6] == '\t')) {
+				j += 6;
+				while (j < n && (t[j] == ' ' || t[j] == '\t'))
+					j++;
+				size_t s = j;
+				while (j < n && is_ident((unsigned char)t[j]))
+					j++;
+				if (j > s) {
+					if (nmacros == macros_cap) {
+						macros_cap = macros_cap ? 2 * macros_cap : 1024;
+						macros = xrealloc(macros, macros_cap * sizeof(*macros));
+					}
+					macros[nmacros] = (struct macro){
+						xstrndup(t + s, j - s), fid, (uint32_t)first, 0, 0};
+					id = (int32_t)nmacros++;
+				}
+			}
+		}
+		/* to the end of the logical line, tracking block comments */
+		int directive = id >= 0;
+		for (;;) {
+			if (j >= n) {
+				i = n;
+				break;
+			}
+			char c = t[j];
+			if (in_comment) {
+				if (c == '*' && j + 1 < n && t[j + 1] == '/') {
+					in_comment = 0;
+					j += 2;
+					continue;
+				}
+			} else if (c == '/' && j + 1 < n && t[j + 1] == '*') {
+				in_comment = 1;
+				j += 2;
+				continue;
+			} else if (c == '/' && j + 1 < n && t[j + 1] == '/') {
+				while (j < n && t[j] != '\n')
+					j++;    /* a // comment ends at the newline */
+				continue;
+			}
+			if (c == '\n') {
+				if (directive)
+					f->macro[line] = id;
+				line++;
+				j++;
+				int escaped = j >= 2 && t[j - 2] == '\\';
+				if (escaped || (directive && in_comment))
+					continue;
+				i = j;
+				break;
+			}
+			j++;
+		}
+		if (directive && j >= n && line <= f->nlines)
+			f->macro[line] = id;
+	}
+}
+
+static struct srcfile *load(uint32_t fid)
+{
+	struct srcfile *f = &files[fid];
+	if (f->text || !f->readable)
+		return f;
+	FILE *fp = fopen(f->path, "rb");
+	if (!fp) {
+		f->readable = 0;
+		return f;
+	}
+	size_t cap = 1 << 16, len = 0;
+	char *t = xrealloc(NULL, cap);
+	size_t r;
+	while ((r = fread(t + len, 1, cap - len - 1, fp)) > 0) {
+		len += r;
+		if (cap - len < 2)
+			t = xrealloc(t, cap *= 2);
+	}
+	fclose(fp);
+	t[len] = 0;
+	f->text = t;
+	size_t nl = 1;
+	for (size_t i = 0; i < len; i++)
+		nl += t[i] == '\n';
+	f->nlines = nl;
+	f->start = xrealloc(NULL, (nl + 2) * sizeof(size_t));
+	f->macro = xrealloc(NULL, (nl + 2) * sizeof(int32_t));
+	size_t k = 1;
+	f->start[k++] = 0;
+	for (size_t i = 0; i < len; i++)
+		if (t[i] == '\n')
+			f->start[k++] = i + 1;
+	for (size_t i = 0; i <= nl + 1; i++)
+		f->macro[i] = -1;
+	find_defines(f, fid);
+	return f;
+}
+
+static uint32_t intern(const char *s, size_t n)
+{
+	static uint32_t last;
+	if (nfiles && strlen(files[last].path) == n && !memcmp(files[last].path, s, n))
+		return last;
+	for (size_t i = nfiles; i-- > 0;)
+		if (strlen(files[i].path) == n && !memcmp(files[i].path, s, n))
+			return last = (uint32_t)i;
+	if (nfiles == files_cap) {
+		files_cap = files_cap ? 2 * files_cap : 256;
+		files = xrealloc(files, files_cap * sizeof(*files));
+	}
+	files[nfiles] = (struct srcfile){.path = xstrndup(s, n), .readable = 1};
+	return last = (uint32_t)nfiles++;
+}
+
+/* ---- the output position (for -l): line markers, as kx-analyze reads them */
+static char cur_file[4096];
+static uint32_t cur_line = 1;
+static int cur_sel = -1;
+
+/* "./../include/x.h" and "include/x.h" name the same file for -l */
+static const char *norm(const char *p)
+{
+	for (;;) {
+		if (!strncmp(p, "./", 2))
+			p += 2;
+		else if (!strncmp(p, "../", 3))
+			p += 3;
+		else
+			return p;
+	}
+}
+
+static void update_sel(void)
+{
+	cur_sel = -1;
+	for (int i = 0; i < nsel; i++)
+		if (sels[i].line == cur_line && !strcmp(sels[i].file, norm(cur_file)))
+			cur_sel = i;
+}
+
+static void add(int cls, int64_t mac, uint64_t n)
+{
+	if (!n)
+		return;
+	if (mac >= 0) {
+		macros[mac].bytes += n;
+		macros[mac].tokens++;
+	} else {
+		cls_total[cls] += n;
+	}
+	if (cur_sel >= 0) {
+		struct sel *s = &sels[cur_sel];
+		s->bytes += n;
+		if (mac < 0) {
+			s->cls[cls] += n;
+		} else {
+			if ((size_t)mac >= s->mac_cap) {
+				size_t old = s->mac_cap;
+				s->mac_cap = nmacros + 1024;
+				s->mac = xrealloc(s->mac, s->mac_cap * sizeof(uint64_t));
+				memset(s->mac + old, 0, (s->mac_cap - old) * sizeof(uint64_t));
+			}
+			s->mac[mac] += n;
+		}
+	}
+}
+
+/* ---- input: a buffered reader with a little look-ahead */
+static char buf[1 << 20];
+static size_t bpos, blen;
+static int eof;
+
+static int fill(size_t want)
+{
+	if (blen - bpos >= want || eof)
+		return blen - bpos >= want;
+	memmove(buf, buf + bpos, blen - bpos);
+	blen -= bpos;
+	bpos = 0;
+	while (blen < want && !eof) {
+		ssize_t r = read(0, buf + blen, sizeof(buf) - blen);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			perror("kx-macros: read");
+			exit(2);
+		}
+		if (r == 0)
+			eof = 1;
+		blen += (size_t)r;
+	}
+	return blen - bpos >= want;
+}
+
+static int at_prefix(void)
+{
+	return fill(3) && buf[bpos] == '{' && buf[bpos + 1] == 'P' && buf[bpos + 2] == ':';
+}
+
+/* the current token: location of its prefix, text after it */
+static uint32_t tok_file, tok_line, tok_col;
+static int tok_has_loc;
+static char *tok;
+static size_t tok_len, tok_cap;
+static char *line_text;          /* a plain output line starting with '#' */
+static size_t line_len, line_cap;
+static int line_start = 1, directive_line;
+
+static void parse_prefix(void)
+{
+	/* {P:path;F:...;L:n;C:n;S:n;M:...;E:n,LOC:n,R:n} */
+	char field[8192];
+	size_t k = 0;
+	bpos += 3;
+	for (;;) {
+		if (!fill(1))
+			break;
+		char c = buf[bpos++];
+		if (c == '}')
+			break;
+		if (k < sizeof(field) - 1)
+			field[k++] = c;
+	}
+	field[k] = 0;
+	char *semi = strchr(field, ';');
+	size_t plen = semi ? (size_t)(semi - field) : k;
+	char *l = strstr(field + plen, ";L:"), *c = strstr(field + plen, ";C:");
+	tok_has_loc = l && c;
+	tok_file = intern(field, plen);
+	tok_line = l ? (uint32_t)strtoul(l + 3, NULL, 10) : 0;
+	tok_col = c ? (uint32_t)strtoul(c + 3, NULL, 10) : 0;
+}
+
+static void classify(void)
+{
+	/* tok[0, tok_len): leading and trailing blanks are <markers> */
+	size_t s = 0, e = tok_len;
+	while (s < e && (tok[s] == ' ' || tok[s] == '\t'))
+		s++;
+	while (e > s && (tok[e - 1] == ' ' || tok[e - 1] == '\t'))
+		e--;
+	add(C_MARKERS, -1, tok_len - (e - s));
+	if (e == s)
+		goto out;
+	const char *t = tok + s;
+	size_t n = e - s;
+	const char *path = files[tok_file].path;
+	if (!tok_has_loc || path[0] == '<') {
+		add(C_CMDLINE, -1, n);
+		goto out;
+	}
+	struct srcfile *f = load(tok_file);
+	int spelled = 0;
+	int32_t mac = -1;
+	if (f->text && tok_line >= 1 && tok_line <= f->nlines && tok_col >= 1) {
+		size_t off = f->start[tok_line] + tok_col - 1;
+		size_t end = tok_line < f->nlines ? f->start[tok_line + 1] : strlen(f->text);
+		spelled = off + n <= end && !memcmp(f->text + off, t, n);
+		mac = f->macro[tok_line];
+	}
+	if (!spelled)
+		add(t[0] == '"' ? C_STRINGIFIED : C_PASTED, -1, n);
+	else if (mac >= 0)
+		add(C_SOURCE, mac, n);
+	else
+		add(C_SOURCE, -1, n);
+out:
+	tok_len = 0;
+}
+
+static int is_marker(void)
+{
+	return line_len > 2 && line_text[1] == ' ' && line_text[2] >= '0' &&
+	       line_text[2] <= '9';
+}
+
+static void end_output_line(void)
+{
+	if (directive_line && is_marker()) {
+		char *q;
+		unsigned long n = strtoul(line_text + 2, &q, 10);
+		while (*q == ' ')
+			q++;
+		if (*q == '"') {
+			char *s = ++q;
+			while (*q && *q != '"') {
+				if (*q == '\\' && q[1])
+					q++;
+				q++;
+			}
+			size_t len = (size_t)(q - s);
+			if (len >= sizeof(cur_file))
+				len = sizeof(cur_file) - 1;
+			memcpy(cur_file, s, len);
+			cur_file[len] = 0;
+		}
+		cur_line = (uint32_t)n;
+	} else {
+		cur_line++;
+	}
+	update_sel();
+	line_start = 1;
+	directive_line = 0;
+	line_len = 0;
+}
+
+static void push(char **b, size_t *len, size_t *cap, char c)
+{
+	if (*len == *cap)
+		*b = xrealloc(*b, *cap = *cap ? 2 * *cap : 4096);
+	(*b)[(*len)++] = c;
+}
+
+static int cmp_macro(const void *a, const void *b)
+{
+	const struct macro *x = &macros[*(const uint32_t *)a];
+	const struct macro *y = &macros[*(const uint32_t *)b];
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/* the TOP macros by bytes in `by` (macros[].bytes when NULL) */
+static void print_top(const uint64_t *by, size_t by_len, const uint64_t *cls, long top)
+{
+	uint32_t *v = xrealloc(NULL, (nmacros + 1) * sizeof(*v));
+	size_t m = 0;
+	uint64_t *save = xrealloc(NULL, (nmacros + 1) * sizeof(uint64_t));
+	for (size_t i = 0; i < nmacros; i++) {
+		save[i] = macros[i].bytes;
+		if (by)
+			macros[i].bytes = i < by_len ? by[i] : 0;
+		if (macros[i].bytes)
+			v[m++] = (uint32_t)i;
+	}
+	qsort(v, m, sizeof(*v), cmp_macro);
+	printf("\"classes\": {");
+	for (int c = 0; c < NCLASS; c++) {
+		printf("%s", c ? ", " : "");
+		json_str(class_name[c]);
+		printf(": %llu", (unsigned long long)cls[c]);
+	}
+	uint64_t sum = 0;
+	for (size_t i = 0; i < m; i++)
+		sum += macros[v[i]].bytes;
+	printf("}, \"macro_bytes\": %llu, \"n_macros\": %zu, \"macros\": [",
+	       (unsigned long long)sum, m);
+	for (size_t i = 0; i < m && (long)i < top; i++) {
+		struct macro *x = &macros[v[i]];
+		printf("%s{\"name\": ", i ? ", " : "");
+		json_str(x->name);
+		printf(", \"file\": ");
+		json_str(files[x->file].path);
+		printf(", \"line\": %u, \"own_bytes\": %llu", x->line,
+		       (unsigned long long)x->bytes);
+		if (!by)
+			printf(", \"tokens\": %llu", (unsigned long long)x->tokens);
+		printf("}");
+	}
+	printf("]");
+	for (size_t i = 0; i < nmacros; i++)
+		macros[i].bytes = save[i];
+	free(save);
+	free(v);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: kx-macros [-n TOP] [-l FILE:LINE]... "
+		"< gcc -E -fdebug-cpp output\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	long top = 20;
+	int opt;
+	while ((opt = getopt(argc, argv, "n:l:h")) != -1) {
+		char *e;
+		if (opt == 'n') {
+			top = strtol(optarg, &e, 10);
+			if (*e || top < 0)
+				usage();
+		} else if (opt == 'l') {
+			char *colon = strrchr(optarg, ':');
+			if (!colon || nsel == MAXSEL)
+				usage();
+			unsigned long l = strtoul(colon + 1, &e, 10);
+			if (*e || !l)
+				usage();
+			*colon = 0;
+			sels[nsel].file = xstrndup(norm(optarg), strlen(norm(optarg)));
+			sels[nsel++].line = (uint32_t)l;
+		} else {
+			usage();
+		}
+	}
+	uint64_t plain = 0;
+	char in_lit = 0, escaped = 0;   /* inside a string or character literal */
+	for (;;) {
+		if (!in_lit && at_prefix()) {
+			if (tok_len)
+				classify();
+			parse_prefix();
+			continue;
+		}
+		if (!fill(1))
+			break;
+		char c = buf[bpos++];
+		plain++;
+		if (line_start) {
+			line_start = 0;
+			directive_line = c == '#';
+		}
+		if (c == '\n') {
+			in_lit = escaped = 0;
+			if (tok_len)
+				classify();
+			if (directive_line && is_marker()) {
+				/* like kx-analyze: a marker is no source line's */
+				int keep = cur_sel;
+				cur_sel = -1;
+				add(C_MARKERS, -1, line_len + 1);
+				cur_sel = keep;
+			} else {
+				add(C_MARKERS, -1, line_len + 1);
+			}
+			end_output_line();
+			continue;
+		}
+		if (directive_line) {
+			/* a line marker or #pragma: the preprocessor's own text */
+			push(&line_text, &line_len, &line_cap, c);
+			continue;
+		}
+		/* "{P:" inside a literal is text, not a location prefix */
+		if (escaped)
+			escaped = 0;
+		else if (in_lit && c == '\\')
+			escaped = 1;
+		else if (in_lit && c == in_lit)
+			in_lit = 0;
+		else if (!in_lit && (c == '"' || c == '\''))
+			in_lit = c;
+		push(&tok, &tok_len, &tok_cap, c);
+	}
+	if (tok_len)
+		classify();
+	if (directive_line)
+		add(C_MARKERS, -1, line_len);
+
+	printf("{\"bytes\": %llu, ", (unsigned long long)plain);
+	print_top(NULL, 0, cls_total, top);
+	printf(", \"lines\": [");
+	for (int i = 0; i < nsel; i++) {
+		printf("%s{\"file\": ", i ? ", " : "");
+		json_str(sels[i].file);
+		printf(", \"line\": %u, \"bytes\": %llu, ", sels[i].line,
+		       (unsigned long long)sels[i].bytes);
+		print_top(sels[i].mac, sels[i].mac_cap, sels[i].cls, top);
+		printf("}");
+	}
+	printf("]}\n");
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		perror("kx-macros: write");
+		return 2;
+	}
+	return 0;
+}

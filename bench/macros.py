@@ -1,0 +1,200 @@
+"""Which macro: the expansion of one file attributed to macros.
+
+gcc: `-E -fdebug-cpp` streamed through kx-macros (C): every byte of the
+plain -E output in exactly one row, a macro's own bytes (tokens spelled in
+its #define) or a class (<source>, <stringified>, <pasted>, <command-line>,
+<markers>); the rows add up to expanded_bytes, and that is checked.
+clang: kx-macrostack (C++, clang's preprocessor): inclusive bytes and
+calls per macro, and the expansion stacks of the hottest line, kept in the
+folded format with stacks narrower than STACK_MIN of the line merged into
+their caller (the sum is unchanged)."""
+import json
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from kbuild import build
+from kbuild.util import KexpandError, kill_group, spawn
+
+HERE = Path(__file__).resolve().parent
+OWN_TOOL = HERE / "kx-macros"
+STACK_TOOL = HERE / "kx-macrostack"
+VERSION = "1"
+TOP = 100            # macros kept per file and per hot line
+STACK_MIN = 0.001    # stacks narrower than this share of the line are merged
+
+
+def _need(tool):
+    if not tool.exists():
+        raise KexpandError(f"{tool} missing: run 'make -C {HERE.parent} "
+                           f"bench/{tool.name}'", "infra")
+
+
+def _fail(what, cmd, rc, err):
+    tail = "\n".join(err.decode(errors="replace").splitlines()[-10:])
+    return KexpandError(f"{what} failed (exit {rc}): {' '.join(map(str, cmd))[:300]}"
+                        f"\n{tail}", "build")
+
+
+def own_bytes(bdir, argv, hot_at):
+    """gcc: own bytes per macro and the byte classes, for the file and for
+    its hottest line `hot_at` ('path:line', relative to the tree)."""
+    _need(OWN_TOOL)
+    flags, src = build.strip_output(argv)
+    cmd = flags + ["-E", "-fdebug-cpp", "-o", "-", src]
+    tool = [str(OWN_TOOL), "-n", str(TOP)] + (["-l", hot_at] if hot_at else [])
+    pre = spawn(cmd, cwd=bdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        ana = spawn(tool, cwd=bdir, stdin=pre.stdout, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE)
+    except BaseException:
+        kill_group(pre)
+        raise
+    pre.stdout.close()
+    try:
+        out, aerr = ana.communicate()
+        perr = pre.stderr.read()
+        pre.wait()
+    except BaseException:
+        kill_group(pre)
+        kill_group(ana)
+        raise
+    if pre.returncode != 0:
+        raise _fail("gcc -E -fdebug-cpp", cmd, pre.returncode, perr)
+    if ana.returncode != 0:
+        raise _fail("kx-macros", tool, ana.returncode, aerr)
+    return json.loads(out)
+
+
+def prune(stacks, total, frac=STACK_MIN):
+    """Merge stacks narrower than frac*total into their callers: a frame
+    whose whole subtree is narrow is cut and its bytes go to its parent
+    frame. Returns [[stack, bytes]] sorted; the byte sum is unchanged."""
+    tree = {}
+    for stack, b in stacks:
+        node = tree
+        for fr in stack.split(";"):
+            node = node.setdefault(fr, [0, {}])
+            node_self = node
+            node = node[1]
+        node_self[0] += b
+
+    def size(n):
+        return n[0] + sum(size(k) for k in n[1].values())
+
+    out = []
+
+    def walk(prefix, n):
+        keep = n[0]
+        for fr, k in sorted(n[1].items()):
+            if size(k) >= frac * total:
+                walk(prefix + [fr], k)
+            else:
+                keep += size(k)
+        if keep:
+            out.append([";".join(prefix), keep])
+
+    for fr, n in sorted(tree.items()):
+        walk([fr], n)
+    return sorted(out)
+
+
+def stacks(bdir, argv, hot_at):
+    """clang: inclusive bytes and calls per macro; the hottest line's
+    expansion stacks (folded), pruned."""
+    _need(STACK_TOOL)
+    flags, src = build.strip_output(argv)
+    with tempfile.TemporaryDirectory(prefix="kx-stacks-") as tmp:
+        folded = Path(tmp) / "line.folded"
+        tool = [str(STACK_TOOL), "-n", str(TOP)] + (
+            ["-l", hot_at, "-f", str(folded)] if hot_at else []) + ["--"] + flags + [src]
+        p = spawn(tool, cwd=bdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = p.communicate()
+        except BaseException:
+            kill_group(p)
+            raise
+        if p.returncode != 0:
+            raise _fail("kx-macrostack", tool, p.returncode, err)
+        d = json.loads(out)
+        if hot_at and d["lines"]:
+            raw = []
+            for line in folded.read_text().splitlines():
+                stack, _, b = line.rpartition(" ")
+                raw.append((stack, int(b)))
+            line = d["lines"][0]
+            line["stacks"] = prune(raw, line["bytes_est"] or 1)
+            line["stacks_raw"] = len(raw)
+    return d
+
+
+def _line(d, hot_at):
+    if not d.get("lines"):
+        return None
+    ln = d["lines"][0]
+    out = {"at": hot_at, "macros": ln["macros"][:TOP], "n_macros": ln["n_macros"]}
+    for k in ("bytes", "bytes_est", "classes", "stacks", "stacks_raw"):
+        if k in ln:
+            out[k] = ln[k]
+    return out
+
+
+def measure(bdir, src, cc, expand):
+    """The macros entry of one (commit, compiler, file); `expand` is the
+    file's expansion entry (its bytes are the check, its hottest line the
+    line to look into). Tool failures are an entry with status 'error'."""
+    argv = build.compile_command(bdir, src)
+    hot = (expand.get("hot_lines") or [{}])[0].get("at")
+    t0 = time.monotonic()
+    try:
+        if cc == "gcc":
+            d = own_bytes(bdir, argv, hot)
+        else:
+            d = stacks(bdir, argv, hot)
+    except KexpandError as e:
+        if e.klass == "infra":
+            raise
+        return {"status": "error", "error": str(e)}
+    secs = round(time.monotonic() - t0, 3)
+    if cc == "gcc":
+        top_sum = sum(m["own_bytes"] for m in d["macros"])
+        entry = {"status": "ok", "source": "gcc -E -fdebug-cpp | kx-macros",
+                 "bytes": d["bytes"], "classes": d["classes"],
+                 "macro_bytes": d["macro_bytes"], "n_macros": d["n_macros"],
+                 "other_macros_bytes": d["macro_bytes"] - top_sum,
+                 "macros": [{"name": m["name"],
+                             "at": f"{_tree(m['file'])}:{m['line']}",
+                             "own_bytes": m["own_bytes"], "tokens": m["tokens"]}
+                            for m in d["macros"]]}
+        if d["bytes"] != expand.get("expanded_bytes"):
+            entry["status"] = "mismatch"
+            entry["error"] = (f"the rows add up to {d['bytes']:,} bytes, -E gave "
+                              f"{expand.get('expanded_bytes')}")
+    else:
+        entry = {"status": "ok", "source": "clang PPCallbacks | kx-macrostack",
+                 "bytes_est": d["bytes_est"], "n_macros": d["n_macros"],
+                 "macros": d["macros"]}
+    entry["hot_line"] = _line(d, hot)
+    entry["seconds"] = secs
+    return entry
+
+
+def _tree(p):
+    while p.startswith(("./", "../")):
+        p = p[2:] if p.startswith("./") else p[3:]
+    return p
+
+
+
+def changes(ma, mb, key, top=8):
+    """[(name, a, b)] of the macros whose `key` bytes changed most between
+    two lists of macros; only the top of each side is kept, so a macro
+    missing from one side is None there (ranked as if at that side's
+    smallest kept figure)."""
+    a = {m["name"]: m[key] for m in ma}
+    b = {m["name"]: m[key] for m in mb}
+    floor_a, floor_b = min(a.values(), default=0), min(b.values(), default=0)
+    delta = lambda n: b.get(n, floor_b) - a.get(n, floor_a)  # noqa: E731
+    return [(n, a.get(n), b.get(n)) for n in
+            sorted(set(a) | set(b), key=lambda n: (-abs(delta(n)), n))[:top]]

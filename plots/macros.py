@@ -1,0 +1,156 @@
+"""Which macro: results/macros.csv, results/macros.md, the flame graphs of
+each focus file's hottest line, and the macro changes of a compare pair,
+all from the `macros` entries of the records (bench/macros.py)."""
+from bench.macros import changes
+
+from . import flame
+
+CSV_COLUMNS = ["point", "commit", "compiler", "file", "macro", "own_bytes",
+               "inclusive_bytes", "calls"]
+CLASSES = ["<source>", "<stringified>", "<pasted>", "<command-line>", "<markers>"]
+
+
+def _entry(rec, f):
+    e = (rec.get("files") or {}).get(f) or {}
+    m = e.get("macros")
+    return m if isinstance(m, dict) and m.get("status") in ("ok", "mismatch") else None
+
+
+def csv_rows(index, records):
+    """Per (point, compiler, file): gcc's rows (classes, macros, the rest
+    of the macros as one row) add up to expanded_bytes; clang's give
+    inclusive bytes and calls."""
+    rows = []
+    by = {(r["commit"], r["compiler"]): r for r in records}
+    for p in index["points"]:
+        for cc in ("gcc", "clang"):
+            rec = by.get((p["commit"], cc))
+            if not rec:
+                continue
+            for f in index["files"]:
+                m = _entry(rec, f)
+                if not m:
+                    continue
+                base = {"point": p["name"], "commit": p["commit"], "compiler": cc,
+                        "file": f}
+                if cc == "gcc":
+                    for c in CLASSES:
+                        rows.append(dict(base, macro=c, own_bytes=m["classes"].get(c, 0)))
+                    for x in m["macros"]:
+                        rows.append(dict(base, macro=x["name"], own_bytes=x["own_bytes"]))
+                    rows.append(dict(base, macro="<other macros>",
+                                     own_bytes=m["other_macros_bytes"]))
+                else:
+                    for x in m["macros"]:
+                        rows.append(dict(base, macro=x["name"],
+                                         inclusive_bytes=x["inclusive_bytes"],
+                                         calls=x["calls"]))
+    return rows
+
+
+def md_table(head, rows):
+    out = ["| " + " | ".join(head) + " |",
+           "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def _n(v):
+    return f"{v:,}" if isinstance(v, int) else ""
+
+
+def series_markdown(index, records, top=10):
+    """results/macros.md: per focus file and point, the top macros by own
+    bytes (gcc) and by inclusive bytes on the hottest line (clang)."""
+    by = {(r["commit"], r["compiler"]): r for r in records}
+    out = ["# Which macro", "",
+           "Own bytes (gcc `-fdebug-cpp`): the bytes of tokens spelled in the "
+           "macro's `#define`; the classes and all macros add up to the file's "
+           "`-E` bytes. Inclusive bytes (clang): everything produced inside the "
+           "macro's expansions, nested macros included, on the file's hottest "
+           "line. Every row of every file: `macros.csv`.", ""]
+    for f in list(index.get("focus") or index["files"]):
+        out += [f"## {f}", ""]
+        for p in index["points"]:
+            g = _entry(by.get((p["commit"], "gcc"), {}), f)
+            c = _entry(by.get((p["commit"], "clang"), {}), f)
+            if not g and not c:
+                continue
+            out.append(f"**{p['name']}**" + (f", hottest line `{g['hot_line']['at']}`"
+                                             if g and g.get("hot_line") else ""))
+            out.append("")
+            rows = []
+            gm = (g or {}).get("macros", [])[:top]
+            cm = ((c or {}).get("hot_line") or {}).get("macros", [])[:top]
+            for i in range(max(len(gm), len(cm))):
+                a = gm[i] if i < len(gm) else {}
+                b = cm[i] if i < len(cm) else {}
+                rows.append([f"`{a['name']}`" if a else "", _n(a.get("own_bytes")),
+                             f"`{b['name']}`" if b else "", _n(b.get("inclusive_bytes")),
+                             _n(b.get("calls"))])
+            out.append(md_table(
+                ["macro (gcc, file)", "own bytes", "macro (clang, hottest line)",
+                 "inclusive bytes", "calls"], rows))
+            if g:
+                out.append("classes (gcc, file): " + ", ".join(
+                    f"{k} {v:,}" for k, v in g["classes"].items())
+                    + f"; macros {g['macro_bytes']:,}; total {g['bytes']:,}"
+                    + ("" if g["status"] == "ok" else f" — {g['status']}: {g.get('error')}"))
+                out.append("")
+    return "\n".join(out) + "\n"
+
+
+def flame_graphs(index, records, outdir):
+    """flame-<file>-<n>-<point>.svg (n: the point's place in the series) for each focus file's hottest line (clang
+    stacks). Returns the paths written, in (file, point) order."""
+    from bench.results import atomic_write
+    by = {(r["commit"], r["compiler"]): r for r in records}
+    written = []
+    for f in list(index.get("focus") or index["files"]):
+        for i, p in enumerate(index["points"]):
+            c = _entry(by.get((p["commit"], "clang"), {}), f)
+            line = (c or {}).get("hot_line") or {}
+            if not line.get("stacks"):
+                continue
+            path = outdir / f"flame-{f.replace('/', '_')}-{i}-{p['name']}.svg"
+            atomic_write(path, flame.flame_svg(
+                line["stacks"], f"{line['at']} at {p['name']} (clang): "
+                f"{line['bytes_est']:,} bytes by macro expansion stack"))
+            written.append(path)
+    return written
+
+
+def pair_markdown(pair, records, top=8):
+    """The compare report's section: per compiler and file whose bytes
+    changed, the macros whose bytes changed most."""
+    by = {(r["commit"], r["compiler"]): r for r in records}
+    out = []
+    for cc in pair["compilers"]:
+        ra, rb = by.get((pair["a"]["commit"], cc)), by.get((pair["b"]["commit"], cc))
+        if not ra or not rb:
+            continue
+        for f in pair["files"]:
+            ea, eb = _entry(ra, f), _entry(rb, f)
+            if not ea or not eb:
+                continue
+            if cc == "gcc":
+                if ea["bytes"] == eb["bytes"]:
+                    continue
+                what, key = "own bytes, whole file", "own_bytes"
+                la, lb = ea["macros"], eb["macros"]
+            else:
+                if ea["bytes_est"] == eb["bytes_est"]:
+                    continue
+                what, key = "inclusive bytes, whole file", "inclusive_bytes"
+                la, lb = ea["macros"], eb["macros"]
+            rows = []
+            for n, a, b in changes(la, lb, key, top):
+                d = (b or 0) - (a or 0)
+                rows.append([f"`{n}`", _n(a) if a is not None else "(not in top)",
+                             _n(b) if b is not None else "(not in top)",
+                             f"{d:+,}" if a is not None and b is not None else ""])
+            out += [f"### {f}, {cc}: macros whose {what} changed most", "",
+                    md_table(["macro", "A", "B", "B - A"], rows)]
+    if not out:
+        return ""
+    return "\n## Which macro changed\n\n" + "\n".join(out) + "\n"

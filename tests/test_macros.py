@@ -1,0 +1,159 @@
+"""Macro attribution on a fixture whose figures are counted by hand
+(tests/data/macros: nest.h, fixture.c), the stack pruning, the flame graph
+and macros.csv. Line 5 of fixture.c, `return QUAD(y);`, preprocesses to
+    " return (((((y) + (y))) + (((y) + (y)))) - 1);\\n"        (47 bytes)
+QUAD(x) is `(TWICE(TWICE(x)) - 1)`, TWICE(x) is `((x) + (x))`: the inner
+TWICE's result is substituted twice into the outer one, so three copies of
+TWICE's 7 body characters reach the output (own 21), QUAD's own are
+"(", "-", "1", ")" (4), the source's are "return", four "y" and ";" (11),
+and the rest is 10 spaces and the newline (11)."""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench import macros
+from plots import flame
+from plots import macros as pmacros
+
+REPO = Path(__file__).resolve().parent.parent
+FIX = REPO / "tests/data/macros"
+
+
+def own(*args, cwd=FIX):
+    e = subprocess.run(["gcc", "-E", "-fdebug-cpp", "fixture.c", "-o", "-"],
+                       cwd=cwd, check=True, capture_output=True).stdout
+    p = subprocess.run([str(macros.OWN_TOOL), *args], input=e, cwd=cwd,
+                       check=True, capture_output=True)
+    return json.loads(p.stdout)
+
+
+def plain_bytes():
+    return len(subprocess.run(["gcc", "-E", "fixture.c", "-o", "-"], cwd=FIX,
+                              check=True, capture_output=True).stdout)
+
+
+def test_own_bytes_by_hand():
+    d = own("-l", "fixture.c:5", "-l", "fixture.c:8")
+    by = {m["name"]: m["own_bytes"] for m in d["macros"]}
+    assert by == {"TWICE": 21, "QUAD": 4, "LONG_DEF": 4}
+    l5, l8 = d["lines"]
+    assert l5["bytes"] == 47
+    assert {m["name"]: m["own_bytes"] for m in l5["macros"]} == {"TWICE": 21, "QUAD": 4}
+    assert l5["classes"]["<source>"] == 11 and l5["classes"]["<markers>"] == 11
+    # a #define continued over three lines: "(", "*", "2", ")" are its own
+    assert {m["name"]: m["own_bytes"] for m in l8["macros"]} == {"LONG_DEF": 4}
+    assert l8["classes"]["<source>"] == 20          # int g(int z){return z;}
+    # "y + 1" made by NAME's '#', v1 by GLUE's '##'
+    assert d["classes"]["<stringified>"] == len('"y + 1"')
+    assert d["classes"]["<pasted>"] == len("v1")
+
+
+def test_every_byte_is_in_one_row():
+    d = own()
+    assert d["bytes"] == plain_bytes()
+    assert sum(d["classes"].values()) + d["macro_bytes"] == d["bytes"]
+
+
+def test_locations_inside_literals_are_text(tmp_path):
+    """A string that looks like a location prefix is counted as text."""
+    (tmp_path / "fixture.c").write_text(
+        'const char *t = "{P:x;L:1;C:1}";\nchar q = \'"\';\n'
+        '#define S(x) #x\nconst char *u = S({P:y});\n')
+    d = own(cwd=tmp_path)
+    plain = subprocess.run(["gcc", "-E", "fixture.c", "-o", "-"], cwd=tmp_path,
+                           check=True, capture_output=True).stdout
+    assert d["bytes"] == len(plain)
+    assert sum(d["classes"].values()) + d["macro_bytes"] == d["bytes"]
+
+
+def test_unreadable_headers_are_not_claimed(tmp_path):
+    """Run elsewhere, the tool cannot read the files: no token is given to
+    a macro or to the source, and the total still holds."""
+    e = subprocess.run(["gcc", "-E", "-fdebug-cpp", "fixture.c", "-o", "-"],
+                       cwd=FIX, check=True, capture_output=True).stdout
+    d = json.loads(subprocess.run([str(macros.OWN_TOOL)], input=e, cwd=tmp_path,
+                                  check=True, capture_output=True).stdout)
+    assert d["macro_bytes"] == 0 and d["classes"]["<source>"] == 0
+    assert d["bytes"] == plain_bytes()
+
+
+def stacks(tmp_path):
+    folded = tmp_path / "f.folded"
+    p = subprocess.run([str(macros.STACK_TOOL), "-l", "fixture.c:5", "-f", str(folded),
+                        "--", "clang", "fixture.c"], cwd=FIX, check=True,
+                       capture_output=True, text=True)
+    return json.loads(p.stdout), folded.read_text()
+
+
+def test_inclusive_bytes_calls_and_stacks_by_hand(tmp_path):
+    """clang counts a token's length plus one for a leading space: QUAD's
+    expansion is the 37 characters after "return", plus the space before
+    it (38); TWICE's, 21 + four "y" + six spaces (31)."""
+    d, folded = stacks(tmp_path)
+    line = d["lines"][0]
+    inc = {m["name"]: (m["inclusive_bytes"], m["calls"]) for m in line["macros"]}
+    assert inc == {"QUAD": (38, 1), "TWICE": (31, 2)}
+    assert line["bytes_est"] == 46          # 47 less the newline
+    # the inner TWICE was called inside QUAD, as the outer one's argument
+    assert folded.splitlines() == ["fixture.c:5 8", "fixture.c:5;QUAD 7",
+                                   "fixture.c:5;QUAD;TWICE 9",
+                                   "fixture.c:5;QUAD;TWICE;TWICE 22"]
+    whole = {m["name"]: m["calls"] for m in d["macros"]}
+    assert whole == {"QUAD": 1, "TWICE": 2, "NAME": 1, "GLUE": 1, "LONG_DEF": 1}
+
+
+def test_stack_tool_names_a_bad_command():
+    p = subprocess.run([str(macros.STACK_TOOL), "--", "clang", "no-such-file.c"],
+                       cwd=FIX, capture_output=True, text=True)
+    assert p.returncode != 0 and "no-such-file.c" in p.stderr
+
+
+def test_prune_keeps_the_sum_and_merges_narrow_stacks():
+    raw = [("l", 10), ("l;a", 500), ("l;a;b", 480), ("l;a;c", 1), ("l;a;c;d", 2),
+           ("l;e", 7)]
+    total = sum(b for _, b in raw)
+    out = macros.prune(raw, total, frac=0.01)
+    assert sum(b for _, b in out) == total
+    assert dict(out) == {"l": 17, "l;a": 503, "l;a;b": 480}
+
+
+def test_flame_graph_has_a_frame_per_stack():
+    svg = flame.flame_svg([["l", 8], ["l;QUAD", 7], ["l;QUAD;TWICE", 9],
+                           ["l;QUAD;TWICE;TWICE", 22]], "fixture.c:5")
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert svg.count("<rect") == 1 + 4         # background + l, QUAD, TWICE x2
+    assert "QUAD (38 bytes, 82.61%)" in svg
+
+
+@pytest.fixture()
+def records():
+    g = {"status": "ok", "bytes": 100, "macro_bytes": 60, "other_macros_bytes": 10,
+         "classes": {"<source>": 20, "<stringified>": 5, "<pasted>": 5,
+                     "<command-line>": 0, "<markers>": 10},
+         "macros": [{"name": "min", "own_bytes": 30}, {"name": "max", "own_bytes": 20}]}
+    c = {"status": "ok", "bytes_est": 90, "macros": [
+        {"name": "min", "inclusive_bytes": 80, "calls": 2}]}
+    return [{"commit": "c1", "compiler": "gcc", "files": {"f.c": {"macros": g}}},
+            {"commit": "c1", "compiler": "clang", "files": {"f.c": {"macros": c}}}]
+
+
+def test_macros_csv_rows_add_up(records):
+    index = {"points": [{"name": "p", "commit": "c1"}], "files": ["f.c"]}
+    rows = pmacros.csv_rows(index, records)
+    gcc = [r for r in rows if r["compiler"] == "gcc"]
+    assert sum(r["own_bytes"] for r in gcc) == 100
+    assert {r["macro"] for r in gcc} >= {"<source>", "<markers>", "<other macros>"}
+    clang = [r for r in rows if r["compiler"] == "clang"]
+    assert clang == [{"point": "p", "commit": "c1", "compiler": "clang", "file": "f.c",
+                      "macro": "min", "inclusive_bytes": 80, "calls": 2}]
+
+
+def test_changes_rank_by_size_of_change():
+    a = [{"name": "min", "own_bytes": 1000}, {"name": "max", "own_bytes": 10}]
+    b = [{"name": "min", "own_bytes": 100}, {"name": "max", "own_bytes": 20},
+         {"name": "umin", "own_bytes": 15}]
+    out = macros.changes(a, b, "own_bytes")
+    assert out[0] == ("min", 1000, 100)
+    assert ("umin", None, 15) in out
