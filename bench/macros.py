@@ -22,7 +22,7 @@ OWN_TOOL = HERE / "kx-macros"
 STACK_TOOL = HERE / "kx-macrostack"
 VERSION = "1"
 TOP = 100            # macros kept per file and per hot line
-STACK_MIN = 0.001    # stacks narrower than this share of the line are merged
+STACK_MIN = 0.005    # stacks narrower than this share of the line are merged (6 px of 1200)
 
 
 def _need(tool):

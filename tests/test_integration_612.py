@@ -110,6 +110,11 @@ def test_bisect_on_612(k612):
     b = [c["bytes"] for c in res["per_commit"]]
     assert len(b) == 3 and b[0] < b[1] == b[2]  # min(), then a comment
     assert "mm: a min() of two ints" in p.stdout
+    # what the min() brought: the macros whose own bytes grew, all of them
+    grew = res["first_bad_macros"]
+    assert grew and all(m["own_bytes_after"] > (m["own_bytes_before"] or 0)
+                        for m in grew[:3])
+    assert "macros whose own bytes changed most" in p.stdout
 
 
 def test_scan_on_612_ranks_the_changed_file_first(k612):
