@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from kbuild import build, series
-from kbuild.util import (REPO, KexpandError, atomic_write_json, kill_group,
-                         log, read_json, spawn)
+from kbuild.util import (REPO, KexpandError, atomic_write, atomic_write_json,
+                         kill_group, log, read_json, spawn)
 
 from . import macros, results, timing
 
@@ -193,6 +193,29 @@ def _time_file(req, bdir, f, cc, name, est, scratch, want):
     return out
 
 
+BUILT = ".kexpand-built"     # objects a measuring build made in this dir
+
+
+def built(bdir, chash, files):
+    """Every file's object was built in bdir, at its commit, with this
+    config: measuring them again (a new kind, a new analyzer) needs no
+    build. A seeded copy starts without the list (its objects may be the
+    other commit's until make has run here)."""
+    stamp, done = bdir / ".kexpand-config", bdir / BUILT
+    if not (stamp.exists() and done.exists()) or stamp.read_text().strip() != chash:
+        return False
+    have = set(done.read_text().split())
+    return all(build.obj_of(f) in have and build.cmd_file(bdir, f).exists()
+               for f in files)
+
+
+def note_built(bdir, b, targets):
+    done = bdir / BUILT
+    have = set(done.read_text().split()) if done.exists() else set()
+    have |= {t for t in targets if t not in b.failed}
+    atomic_write(done, "".join(f"{t}\n" for t in sorted(have)))
+
+
 def case_config(req, case):
     """The build.Config of this request: the case's fragment on the base
     the user chose (tinyconfig by default)."""
@@ -231,9 +254,15 @@ def measure_point(req, case, tree, name, commit, cc, files, timed=True,
     build_info, failed = None, {}
     if todo:
         series.checkout(tree, commit)
-        b = _build_objects(req, case, tree, bdir, name, cc, todo)
-        build_info = {"ok": b.ok, "seconds": round(b.seconds, 1),
-                      "targets": [build.obj_of(f) for f in todo], "failed": b.failed}
+        if built(bdir, chash, todo):
+            # a build dir is only ever built at its one commit: its objects,
+            # .cmd files and generated headers are still this commit's
+            b = build.BuildResult(True, 0.0, "", [])
+        else:
+            b = _build_objects(req, case, tree, bdir, name, cc, todo)
+            build_info = {"ok": b.ok, "seconds": round(b.seconds, 1),
+                          "targets": [build.obj_of(f) for f in todo], "failed": b.failed}
+            note_built(bdir, b, build_info["targets"])
         scratch = Path(tree).parent / "scratch"
         scratch.mkdir(parents=True, exist_ok=True)
         for f in todo:

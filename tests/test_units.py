@@ -475,3 +475,27 @@ def test_seeded_dir_names_itself_where_a_path_was_absolute(tmp_path):
     assert (new / "tools/objtool/.check.o.cmd").stat().st_mtime == 1_000_000
     assert (new / "vmlinux.o").read_bytes() == b"\0" + str(old).encode()
     assert str(old) in cmd.read_text()                       # the source dir: as it was
+
+
+def test_measuring_again_needs_no_build_only_where_this_commit_built(tmp_path):
+    from bench import engine
+    from kbuild import build
+    d = tmp_path / "kb-aaaaaaaaaaaa-gcc"
+    (d / "mm").mkdir(parents=True)
+    (d / "include/generated").mkdir(parents=True)
+    (d / "include/generated/autoconf.h").write_text("")
+    (d / ".kexpand-config").write_text("h1\n")
+    (d / "mm/compaction.o").write_bytes(b"o")
+    (d / "mm/.compaction.o.cmd").write_text("savedcmd_mm/compaction.o := gcc\n")
+    assert not engine.built(d, "h1", ["mm/compaction.c"])       # no list: build
+    engine.note_built(d, build.BuildResult(True, 1.0, "", []), ["mm/compaction.o"])
+    assert engine.built(d, "h1", ["mm/compaction.c"])
+    assert not engine.built(d, "h2", ["mm/compaction.c"])        # another config
+    assert not engine.built(d, "h1", ["mm/compaction.c", "mm/vmscan.c"])
+    engine.note_built(d, build.BuildResult(False, 1.0, "", ["mm/vmscan.o"]),
+                      ["mm/vmscan.o"])
+    assert not engine.built(d, "h1", ["mm/vmscan.c"])            # it failed
+    # a copy for another commit starts without the list
+    new = tmp_path / "kb-bbbbbbbbbbbb-gcc"
+    assert build.seed_build_dir(tmp_path, new, "gcc", "h1") == d.name
+    assert not engine.built(new, "h1", ["mm/compaction.c"])
