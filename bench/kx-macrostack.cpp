@@ -9,9 +9,9 @@
 // last: a macro's inclusive bytes are those of every token produced inside
 // one of its expansions (nested macros and substituted arguments
 // included), counted once even where the macro recurses through others.
-// A token's bytes are its length plus one for a leading space, as -E
-// prints it (-E's indentation and line breaks are not counted, so the
-// figures are a little under -E's).
+// A token's bytes are its length plus one for a leading space, close to
+// what -E prints (-E indents, breaks lines and drops some spaces: +0.06%
+// over setup.c's 47 MB line at laight-v4).
 //
 // The chain comes from the SourceManager: every macro body expansion is an
 // SLocEntry whose expansion location is the macro name at the call site;
