@@ -229,7 +229,26 @@ def write_boot_report(results, index):
         atomic_write(results / "boot.md", tables.boot_markdown(rows))
 
 
-PLOT_ORDER = [m[0] for m in SERIES_METRICS] + ["scan-totals"]
+PLOT_ORDER = [m[0] for m in SERIES_METRICS[:1]] + ["every-commit"] + \
+    [m[0] for m in SERIES_METRICS[1:]] + ["scan-totals"]
+
+
+def every_commit_plot(index, records, outdir):
+    """-E bytes of the focus files at every commit of the series line (gcc):
+    each patch, not only the named points."""
+    line = index.get("line") or []
+    by = {r["commit"]: r for r in records if r["compiler"] == "gcc"}
+    if len(line) < 3 or not all(c["commit"] in by for c in line):
+        return []
+    lines = {f: [(by[c["commit"]]["files"].get(f) or {}).get("expanded_bytes")
+                 for c in line] for f in index["files"]}
+    base = outdir / "every-commit-gcc"
+    regression.series_plot(
+        [c["name"] for c in line], lines, base,
+        f"preprocessed bytes (-E output) at every commit of the series, gcc\n"
+        f"{index.get('package', '')}", "bytes (log scale)",
+        xlabel="every commit, first parent (named points and the patches between)")
+    return [base.with_suffix(".png"), base.with_suffix(".svg")]
 
 
 def write_series(results, case):
@@ -248,6 +267,7 @@ def write_series(results, case):
         macros.CSV_COLUMNS, macros.csv_rows(index, records)))
     atomic_write(results / "macros.md", macros.series_markdown(index, records))
     written += macros.flame_graphs(index, records, outdir)
+    written += every_commit_plot(index, everything, outdir)
     write_boot_report(results, index)
     write_conformance(results, index)
     # every compare pair, the bench's A/A check among them, from these records

@@ -115,13 +115,14 @@ def measure_commits(req, case, tree, todo, files, package, timed=True,
     return worst, written
 
 
-def write_series_index(req, case, commits, package, files):
-    """results/series-<case>.json: the points in order, the files."""
+def write_series_index(req, case, commits, package, files, line=()):
+    """results/series-<case>.json: the points in order, the files, and
+    `line`: every commit from the first point to the last (gcc)."""
     focus = [f for f, _ in case.focus]
     index = {"case": case.name, "package": package,
              "config": engine.case_config(req, case).describe(),
              "files": focus + [f for f in files if f not in focus],
-             "focus": dict(case.focus), "points": []}
+             "focus": dict(case.focus), "points": [], "line": list(line)}
     for p in case.points:
         if p.name in commits:
             index["points"].append({

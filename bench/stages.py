@@ -155,6 +155,50 @@ def write_control_pairs(req, case, commits, files, package):
             "make_command": f"make compare A={p.parent} B={p.name}"})
 
 
+def series_line(tree, case, todo):
+    """Every commit on the first-parent line from the first to the last
+    measured point that is not a control: [(label, commit, subject, is_point)].
+    A commit between points is labelled from the next point ("laight-v4~2")."""
+    at = dict(todo)
+    depth = lambda n: int(series.git(tree, "rev-list", "--count", at[n]).stdout)  # noqa: E731
+    line = sorted((n for n in case.names() if n in at and not case.point(n).control),
+                  key=depth)
+    if len(line) < 2:
+        return []
+    revs = series.git(tree, "rev-list", "--first-parent", "--reverse",
+                      f"{at[line[0]]}..{at[line[-1]]}").stdout.split()
+    names = {at[n]: n for n in line}
+    out, pending = [(line[0], at[line[0]], trees.subject(tree, at[line[0]]), True)], []
+    for c in revs:
+        if c in names:
+            n = len(pending)
+            out += [(f"{names[c]}~{n - k}", pc, trees.subject(tree, pc), False)
+                    for k, pc in enumerate(pending)]
+            out.append((names[c], c, trees.subject(tree, c), True))
+            pending = []
+        else:
+            pending.append(c)
+    return out
+
+
+def measure_series_line(req, case, tree, todo, files, package):
+    """gcc expansion (and attribution) at every commit between the points,
+    so the series plots show each patch, not only the named points."""
+    line = series_line(tree, case, todo)
+    steps = [(n, c) for n, c, _, point in line if not point]
+    if steps:
+        req.progress.say(f"every commit between the points: {len(steps)} more (gcc)")
+        cc = req.compilers
+        req.compilers = ["gcc"]
+        try:
+            measure_commits(req, case, tree, steps, files, package, timed=False,
+                            attribute=not req.no_macros)
+        finally:
+            req.compilers = cc
+    return [{"name": n, "commit": c, "subject": s, "point": point}
+            for n, c, s, point in line]
+
+
 def print_table(rows):
     if not rows:
         return
@@ -187,8 +231,9 @@ def cmd_bench(req, case):
         worst = max(worst, measure_commits(req, case, tree, todo, files, package,
                                            timed=not req.no_time,
                                            attribute=not req.no_macros)[0])
+        line = measure_series_line(req, case, tree, todo, files, package)
         conformance_points(req, case, tree, todo)
-        index = write_series_index(req, case, commits, package, files)
+        index = write_series_index(req, case, commits, package, files, line)
         records = results.load_records(req.results)
         rows = results.write_summary(req.results, index, records)
         results.write_boot_csv(req.results, index)

@@ -97,7 +97,46 @@ def series_markdown(index, records, top=10):
                     + f"; macros {g['macro_bytes']:,}; total {g['bytes']:,}"
                     + ("" if g["status"] == "ok" else f" — {g['status']}: {g.get('error')}"))
                 out.append("")
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" + ("\n" + line_markdown(index, records)
+                                     if index.get("line") else "")
+
+
+def line_markdown(index, records, top=3):
+    """Every commit of the series line (gcc): the focus file that changed
+    most from the commit before, by how much, and the macros whose own
+    bytes changed most there."""
+    line = index.get("line") or []
+    by = {r["commit"]: r for r in records if r["compiler"] == "gcc"}
+    rows = []
+    for prev, cur in zip(line, line[1:]):
+        ra, rb = by.get(prev["commit"]), by.get(cur["commit"])
+        if not ra or not rb:
+            continue
+        best = None
+        for f in index["files"]:
+            a = (ra["files"].get(f) or {}).get("expanded_bytes")
+            b = (rb["files"].get(f) or {}).get("expanded_bytes")
+            if a and b and (best is None or abs(b / a - 1) > abs(best[1] - 1)):
+                best = (f, b / a, a, b)
+        if not best:
+            continue
+        f, ratio, a, b = best
+        ma, mb = _entry(ra, f), _entry(rb, f)
+        grew = ""
+        if ma and mb and a != b:
+            grew = ", ".join(
+                f"`{n}` {((y or 0) - (x or 0)):+,}" for n, x, y in
+                changes(ma["macros"], mb["macros"], "own_bytes", top))
+        rows.append([f"`{cur['name']}`", cur["subject"][:70].replace("|", "\\|"),
+                     f"`{f}`", f"x{ratio:.2f}" if a != b else "unchanged",
+                     f"{a:,} -> {b:,}", grew])
+    if not rows:
+        return ""
+    return ("## Every commit of the series (gcc)\n\nEach commit against the one "
+            "before it: the focus file whose `-E` bytes changed most, and the "
+            "macros whose own bytes changed most in that file.\n\n" + md_table(
+                ["commit", "subject", "file", "change", "bytes", "macros (own bytes)"],
+                rows) + "\n")
 
 
 def flame_graphs(index, records, outdir):

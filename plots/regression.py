@@ -47,7 +47,7 @@ def _save(fig, out_base):
 
 
 def series_plot(points, lines, out_base, title, ylabel, log=True,
-                formatter=human_bytes, errs=None):
+                formatter=human_bytes, errs=None, xlabel="series point (in order)"):
     """One line per file across the ordered series points.
     points: [name]; lines: {file: [value or None per point]}.
     Writes out_base.png and out_base.svg."""
@@ -64,9 +64,10 @@ def series_plot(points, lines, out_base, title, ylabel, log=True,
         elif vs:
             ax.plot(xs, vs, marker=markers[i % len(markers)], label=label)
     ax.set_xticks(x)
-    ax.set_xticklabels(points, rotation=15, ha="right")
+    ax.set_xticklabels(points, rotation=15 if len(points) < 8 else 35, ha="right",
+                       fontsize=None if len(points) < 8 else 8)
     _y_axis(ax, ylabel, log, formatter, ticks_125=True)
-    ax.set_xlabel("series point (in order)")
+    ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.4)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))

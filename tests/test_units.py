@@ -499,3 +499,35 @@ def test_measuring_again_needs_no_build_only_where_this_commit_built(tmp_path):
     new = tmp_path / "kb-bbbbbbbbbbbb-gcc"
     assert build.seed_build_dir(tmp_path, new, "gcc", "h1") == d.name
     assert not engine.built(new, "h1", ["mm/compaction.c"])
+
+
+def test_series_line_names_every_commit_between_points(tmp_path):
+    """The first-parent line from the oldest point to the newest, controls
+    (side branches) left out, each commit between points named from the
+    next point."""
+    import subprocess
+    from types import SimpleNamespace
+    from bench import stages
+
+    def git(*a):
+        return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t",
+                               "-c", "user.email=t@t", *a], check=True,
+                              capture_output=True, text=True).stdout.strip()
+    git("init", "-q")
+    ids = {}
+    for msg in ("base", "p1", "p2", "mid", "control"):
+        if msg == "control":
+            git("checkout", "-q", "--detach", ids["mid"])
+        git("commit", "-q", "--allow-empty", "-m", msg)
+        ids[msg] = git("rev-parse", "HEAD")
+    git("checkout", "-q", "--detach", ids["mid"])
+    git("commit", "-q", "--allow-empty", "-m", "tip")
+    ids["tip"] = git("rev-parse", "HEAD")
+    pts = {"first": ("base", False), "last": ("tip", False), "ctl": ("control", True)}
+    case = SimpleNamespace(names=lambda: ["last", "ctl", "first"],
+                           point=lambda n: SimpleNamespace(control=pts[n][1]))
+    todo = [(n, ids[m]) for n, (m, _) in pts.items()]
+    line = stages.series_line(tmp_path, case, todo)
+    assert [(n, s, p) for n, _, s, p in line] == [
+        ("first", "base", True), ("last~3", "p1", False), ("last~2", "p2", False),
+        ("last~1", "mid", False), ("last", "tip", True)]
