@@ -71,6 +71,7 @@ std::vector<std::string> names;
 std::unordered_map<std::string, int> name_id;
 std::vector<Node> nodes;
 std::vector<unsigned long long> calls;
+std::vector<std::string> def_at;      // where each name's #define was (file:line)
 std::unordered_map<unsigned, int> expansion_name;   // raw loc of the call's name -> name
 std::vector<Selection> sels;
 
@@ -94,6 +95,7 @@ int intern(llvm::StringRef s)
 		return it->second;
 	names.push_back(s.str());
 	calls.push_back(0);
+	def_at.push_back("");
 	for (auto &sel : sels)
 		sel.calls.push_back(0);
 	return name_id[s.str()] = (int)names.size() - 1;
@@ -114,7 +116,7 @@ class Calls : public PPCallbacks {
 	SourceManager &SM;
 public:
 	explicit Calls(SourceManager &sm) : SM(sm) {}
-	void MacroExpands(const Token &name, const MacroDefinition &, SourceRange,
+	void MacroExpands(const Token &name, const MacroDefinition &md, SourceRange,
 			  const MacroArgs *) override
 	{
 		IdentifierInfo *ii = name.getIdentifierInfo();
@@ -122,6 +124,11 @@ public:
 			return;
 		int id = intern(ii->getName());
 		calls[id]++;
+		if (def_at[id].empty() && md.getMacroInfo()) {
+			PresumedLoc d = SM.getPresumedLoc(md.getMacroInfo()->getDefinitionLoc());
+			def_at[id] = d.isValid() ? norm(d.getFilename()) + ":" +
+				std::to_string(d.getLine()) : "<built-in>";
+		}
 		expansion_name[name.getLocation().getRawEncoding()] = id;
 		if (!sels.empty()) {
 			PresumedLoc p = SM.getPresumedLoc(SM.getExpansionLoc(name.getLocation()));
@@ -318,6 +325,8 @@ void print_macros(const std::unordered_map<int, unsigned long long> &self,
 	for (size_t i = 0; i < order.size() && (long)i < top; i++) {
 		printf("%s{\"name\": ", i ? ", " : "");
 		json_str(names[order[i]]);
+		printf(", \"at\": ");
+		json_str(def_at[order[i]]);
 		printf(", \"inclusive_bytes\": %llu, \"calls\": %llu}", inc[order[i]],
 		       ncalls[order[i]]);
 	}

@@ -9,6 +9,8 @@ calls per macro, and the expansion stacks of the hottest line, kept in the
 folded format with stacks narrower than STACK_MIN of the line merged into
 their caller (the sum is unchanged)."""
 import json
+import os
+import re
 import subprocess
 import tempfile
 import time
@@ -20,8 +22,10 @@ from kbuild.util import KexpandError, kill_group, spawn
 HERE = Path(__file__).resolve().parent
 OWN_TOOL = HERE / "kx-macros"
 STACK_TOOL = HERE / "kx-macrostack"
-VERSION = "1"
+VERSION = "2"
 TOP = 100            # macros kept per file and per hot line
+OPAQUE_MIN_LINE = 100_000   # hottest lines this big get the counterfactual
+OPAQUE_TOP = 3              # for their top macros by inclusive bytes
 STACK_MIN = 0.005    # stacks narrower than this share of the line are merged (6 px of 1200)
 
 
@@ -100,6 +104,100 @@ def prune(stacks, total, frac=STACK_MIN):
     return sorted(out)
 
 
+def run_stack_tool(bdir, flags, src, hot_at, folded=None):
+    tool = [str(STACK_TOOL), "-n", str(TOP)] + (["-l", hot_at] if hot_at else []) + (
+        ["-f", str(folded)] if folded else []) + ["--"] + flags + [src]
+    p = spawn(tool, cwd=bdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = p.communicate()
+    except BaseException:
+        kill_group(p)
+        raise
+    if p.returncode != 0:
+        raise _fail("kx-macrostack", tool, p.returncode, err)
+    return json.loads(out)
+
+
+def opaque_text(text, name, line):
+    """`text` (a header) with the #define of `name` at `line` replaced by a
+    plain call of __kx_opaque_<name> with the same parameters (line
+    numbers kept), or None when that line does not define `name`."""
+    lines = text.split("\n")
+    i = j = line - 1
+    if i >= len(lines):
+        return None
+    while lines[j].endswith("\\") and j + 1 < len(lines):
+        j += 1
+    logical = " ".join(ln.rstrip("\\") for ln in lines[i:j + 1])
+    m = re.match(r"\s*#\s*define\s+(\w+)(\([^)]*\))?", logical)
+    if not m or m.group(1) != name:
+        return None
+    if m.group(2):
+        ps = [p.strip() for p in m.group(2)[1:-1].split(",") if p.strip()]
+        args = ["__VA_ARGS__" if p == "..." else p[:-3] if p.endswith("...") else p
+                for p in ps]
+        new = f"#define {name}({', '.join(ps)}) __kx_opaque_{name}({', '.join(args)})"
+    else:
+        new = f"#define {name} __kx_opaque_{name}"
+    lines[i:j + 1] = [new] + [""] * (j - i)
+    return "\n".join(lines)
+
+
+def with_overlay(flags, header, overlay):
+    """flags with `-I overlay` first, where overlay holds `header` (a path
+    relative to the tree) at its path under the -I directory that finds it;
+    None when no -I directory does (the main file, a -include'd header)."""
+    target = os.path.normpath("../" + header)
+    for k, a in enumerate(flags):
+        d = a[2:] if a.startswith("-I") and len(a) > 2 else (
+            flags[k + 1] if a == "-I" and k + 1 < len(flags) else None)
+        if d and target.startswith(os.path.normpath(d) + "/"):
+            return [flags[0], "-I", str(overlay)] + flags[1:], \
+                target[len(os.path.normpath(d)) + 1:]
+    return None
+
+
+def counterfactual(bdir, flags, src, hot_at, line_macros, line_bytes):
+    """For the top macros by inclusive bytes on the hottest line: the line's
+    bytes with that macro made opaque (its #define replaced by a call of a
+    function of the same arity), and how many bytes that removed."""
+    out = []
+    for m in line_macros[:OPAQUE_TOP]:
+        row = {"name": m["name"], "at": m.get("at"),
+               "inclusive_bytes": m["inclusive_bytes"], "applied": False}
+        out.append(row)
+        header, _, ln = (m.get("at") or "").rpartition(":")
+        if not header or header.startswith("<") or not ln.isdigit():
+            row["why_not"] = "no #define location"
+            continue
+        try:
+            text = (Path(bdir) / ".." / header).read_text()
+        except OSError:
+            row["why_not"] = f"{header} not readable"
+            continue
+        new = opaque_text(text, m["name"], int(ln))
+        if new is None:
+            row["why_not"] = f"{header}:{ln} does not define {m['name']}"
+            continue
+        with tempfile.TemporaryDirectory(prefix="kx-opaque-") as tmp:
+            ov = with_overlay(flags, header, tmp)
+            if not ov:
+                row["why_not"] = f"{header} is not found through an -I directory"
+                continue
+            oflags, rel = ov
+            (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
+            (Path(tmp) / rel).write_text(new)
+            d = run_stack_tool(bdir, oflags, src, hot_at)
+        mine = {x["name"]: x for x in d["lines"][0]["macros"]} if d["lines"] else {}
+        row["applied"] = "kx-opaque-" in (mine.get(m["name"], {}).get("at") or "")
+        row["line_bytes_opaque"] = d["lines"][0]["bytes_est"] if d["lines"] else None
+        if row["applied"] and row["line_bytes_opaque"] is not None:
+            row["removed_bytes"] = line_bytes - row["line_bytes_opaque"]
+        elif not row["applied"]:
+            row["why_not"] = "the opaque definition was not the one used"
+    return out
+
+
 def stacks(bdir, argv, hot_at):
     """clang: inclusive bytes and calls per macro; the hottest line's
     expansion stacks (folded), pruned."""
@@ -107,17 +205,7 @@ def stacks(bdir, argv, hot_at):
     flags, src = build.strip_output(argv)
     with tempfile.TemporaryDirectory(prefix="kx-stacks-") as tmp:
         folded = Path(tmp) / "line.folded"
-        tool = [str(STACK_TOOL), "-n", str(TOP)] + (
-            ["-l", hot_at, "-f", str(folded)] if hot_at else []) + ["--"] + flags + [src]
-        p = spawn(tool, cwd=bdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            out, err = p.communicate()
-        except BaseException:
-            kill_group(p)
-            raise
-        if p.returncode != 0:
-            raise _fail("kx-macrostack", tool, p.returncode, err)
-        d = json.loads(out)
+        d = run_stack_tool(bdir, flags, src, hot_at, folded if hot_at else None)
         if hot_at and d["lines"]:
             raw = []
             for line in folded.read_text().splitlines():
@@ -126,6 +214,11 @@ def stacks(bdir, argv, hot_at):
             line = d["lines"][0]
             line["stacks"] = prune(raw, line["bytes_est"] or 1)
             line["stacks_raw"] = len(raw)
+            if line["bytes_est"] >= OPAQUE_MIN_LINE:
+                t0 = time.monotonic()
+                line["opaque"] = counterfactual(bdir, flags, src, hot_at,
+                                                line["macros"], line["bytes_est"])
+                line["opaque_seconds"] = round(time.monotonic() - t0, 3)
     return d
 
 
@@ -134,7 +227,8 @@ def _line(d, hot_at):
         return None
     ln = d["lines"][0]
     out = {"at": hot_at, "macros": ln["macros"][:TOP], "n_macros": ln["n_macros"]}
-    for k in ("bytes", "bytes_est", "classes", "stacks", "stacks_raw"):
+    for k in ("bytes", "bytes_est", "classes", "stacks", "stacks_raw", "opaque",
+              "opaque_seconds"):
         if k in ln:
             out[k] = ln[k]
     return out

@@ -91,6 +91,23 @@ def series_markdown(index, records, top=10):
             out.append(md_table(
                 ["macro (gcc, file)", "own bytes", "macro (clang, hottest line)",
                  "inclusive bytes", "calls"], rows))
+            op = ((c or {}).get("hot_line") or {}).get("opaque")
+            if op:
+                out.append("Counterfactual (clang, hottest line): each macro made "
+                           "opaque, i.e. its `#define` replaced by a call of a "
+                           "function of the same arity; what remains of the line, "
+                           "and how many bytes that removed. The call keeps its "
+                           "arguments, expanded, so removed bytes fall short of "
+                           "the inclusive ones by the arguments' expansion and the "
+                           "call itself.")
+                out.append("")
+                out.append(md_table(
+                    ["macro", "inclusive bytes", "line bytes when opaque",
+                     "bytes removed"],
+                    [[f"`{r['name']}`", _n(r["inclusive_bytes"]),
+                      _n(r.get("line_bytes_opaque")),
+                      _n(r.get("removed_bytes")) if r["applied"]
+                      else f"not applied: {r.get('why_not')}"] for r in op]))
             if g:
                 out.append("classes (gcc, file): " + ", ".join(
                     f"{k} {v:,}" for k, v in g["classes"].items())

@@ -157,3 +157,32 @@ def test_changes_rank_by_size_of_change():
     out = macros.changes(a, b, "own_bytes")
     assert out[0] == ("min", 1000, 100)
     assert ("umin", None, 15) in out
+
+
+def test_opaque_text_keeps_parameters_and_line_numbers():
+    text = "a\n#define F(x, ...) \\\n\tg(x, __VA_ARGS__)\n#define O 1\nz\n"
+    new = macros.opaque_text(text, "F", 2)
+    assert new.split("\n") == ["a", "#define F(x, ...) __kx_opaque_F(x, __VA_ARGS__)",
+                               "", "#define O 1", "z", ""]
+    assert macros.opaque_text(text, "O", 4).split("\n")[3] == "#define O __kx_opaque_O"
+    assert macros.opaque_text(text, "F", 4) is None
+
+
+def test_counterfactual_by_hand(tmp_path):
+    """QUAD made opaque: " return __kx_opaque_QUAD(y);" counts 28, so 18 of
+    the 46 bytes go, not QUAD's 38 inclusive: the call keeps 20. TWICE
+    made opaque: two calls with 17-character names, 54 bytes, 8 more."""
+    tree = tmp_path / "tree"
+    (tree / "inc").mkdir(parents=True)
+    (tree / "kb").mkdir()
+    (tree / "inc/nest.h").write_text((FIX / "nest.h").read_text())
+    (tree / "fixture.c").write_text((FIX / "fixture.c").read_text().replace(
+        '#include "nest.h"', "#include <nest.h>"))
+    flags, src = ["clang", "-I../inc"], "../fixture.c"
+    d = macros.run_stack_tool(tree / "kb", flags, src, "fixture.c:5")
+    line = d["lines"][0]
+    out = macros.counterfactual(tree / "kb", flags, src, "fixture.c:5",
+                                line["macros"], line["bytes_est"])
+    got = {r["name"]: (r["applied"], r["inclusive_bytes"], r["line_bytes_opaque"],
+                       r["removed_bytes"]) for r in out}
+    assert got == {"QUAD": (True, 38, 28, 18), "TWICE": (True, 31, 54, -8)}
