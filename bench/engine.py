@@ -54,6 +54,11 @@ class Cache:
     def macros_key(self, commit, cc, ccver, chash, f):
         return self._key(commit, cc, ccver, chash, f, "macros", macros.VERSION)
 
+    def scanfile_key(self, cc, ccver, inputs):
+        """One file of a scan, by the hash of everything its -E output
+        depends on (bench/scan.py input_key), whatever the commit."""
+        return self._key(cc, ccver, inputs, "scanfile", ANALYZER_VERSION)
+
     def scan_key(self, commit, cc, ccver, chash):
         return self._key(commit, cc, ccver, chash, "scan", ANALYZER_VERSION)
 

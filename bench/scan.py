@@ -3,7 +3,9 @@
 parallel). With A and B: results/scan/<A>..<B>/ranking.csv and pair.json;
 compare.py draws ranking.md and the growth plot from them."""
 import csv
+import hashlib
 import io
+import os
 import json
 import shlex
 import statistics
@@ -73,10 +75,42 @@ def _one(bdir, rel, argv):
                  "seconds": round(secs, 4)}
 
 
-def scan_build(tree, bdir, workers, progress=None, known_seconds=None):
+def _digest(path, memo):
+    k = os.path.normpath(path)
+    if k not in memo:
+        try:
+            with open(k, "rb") as f:
+                memo[k] = hashlib.sha256(f.read()).digest()
+        except OSError:
+            memo[k] = b"-"
+    return memo[k]
+
+
+def input_key(bdir, rel, argv, memo):
+    """What a file's -E output is a function of: its command, the length of
+    the build dir's path (line markers name the working directory when -g
+    is on), the config (autoconf.h, which fixdep leaves out) and the
+    content of every file its Kbuild dependency list names. Equal keys,
+    equal bytes: a file whose key was measured before (at another commit)
+    is not measured again. None when the .cmd has no dependency list."""
+    try:
+        deps = build.dependencies(build.cmd_file(bdir, rel))
+    except OSError:
+        return None
+    if deps is None:
+        return None
+    h = hashlib.sha256(json.dumps([argv, len(str(bdir))]).encode())
+    for d in ["include/generated/autoconf.h"] + sorted(set(deps)):
+        h.update(d.encode() + b"\0" + _digest(Path(bdir) / d, memo) + b"\0")
+    return h.hexdigest()
+
+
+def scan_build(tree, bdir, workers, progress=None, known_seconds=None, reuse=None):
     """known_seconds: {file: seconds} from earlier measurements of this
     commit; those files start first, longest first, so that one slow file
-    (setup.c's 30 s at laight-v4) does not run alone at the end."""
+    (setup.c's 30 s at laight-v4) does not run alone at the end.
+    reuse: (cache, compiler, compiler version): files whose inputs were
+    measured before take that measurement (input_key)."""
     entries = compile_commands(tree, bdir)
     known = known_seconds or {}
     entries.sort(key=lambda e: -known.get(e[0], 0.0))
@@ -84,24 +118,38 @@ def scan_build(tree, bdir, workers, progress=None, known_seconds=None):
         raise KexpandError(f"no compiled C files found in {bdir}: build the "
                            "point first", "build")
     n = len(entries)
-    if progress:
-        progress.say(f"  scanning {n} C files with {workers} workers")
     t0 = time.monotonic()
-    files = {}
+    files, keys, memo = {}, {}, {}
+    if reuse:
+        cache, cc, ccver = reuse
+        for rel, argv in entries:
+            keys[rel] = input_key(bdir, rel, argv, memo)
+            hit = cache.get(cache.scanfile_key(cc, ccver, keys[rel])) if keys[rel] else None
+            if hit and hit.get("status") == "ok":
+                files[rel] = hit
+    todo = [e for e in entries if e[0] not in files]
+    if progress:
+        progress.say(f"  scanning {len(todo)} C files with {workers} workers"
+                     + (f" ({len(files)} of {n} unchanged since measured: reused)"
+                        if files else ""))
     ex = ThreadPoolExecutor(max_workers=workers)
     try:
-        for i, (rel, res) in enumerate(ex.map(lambda e: _one(bdir, *e), entries)):
+        for i, (rel, res) in enumerate(ex.map(lambda e: _one(bdir, *e), todo)):
             files[rel] = res
+            if reuse and keys.get(rel) and res["status"] == "ok":
+                cache.put(cache.scanfile_key(cc, ccver, keys[rel]), res)
             if progress and (i + 1) % 200 == 0:
-                progress.say(f"  scanned {i + 1}/{n}")
+                progress.say(f"  scanned {i + 1}/{len(todo)}")
     finally:
         # on an interrupt, start nothing new (the running pipes end with it)
         ex.shutdown(wait=True, cancel_futures=True)
     wall = time.monotonic() - t0
     ok = [v for v in files.values() if v["status"] == "ok"]
-    med = statistics.median(v["seconds"] for v in files.values())
-    ideal = n * med / workers
+    measured = [files[rel]["seconds"] for rel, _ in todo]
+    med = statistics.median(measured) if measured else 0.0
+    ideal = len(todo) * med / workers
     return {"files": files, "n_files": n, "n_ok": len(ok),
+            "n_measured": len(todo), "n_reused": n - len(todo),
             "total_bytes": sum(v["bytes"] for v in ok),
             "scan_seconds": round(wall, 2), "workers": workers,
             "median_file_seconds": round(med, 4),
@@ -156,7 +204,8 @@ def scan_points(req, case, tree, todo, cc):
                 if e and isinstance(e.get("analyze_seconds"), (int, float)):
                     known[f] = e["analyze_seconds"]
             with req.split.timed("expansion"):
-                sc = scan_build(tree, bdir, req.jobs, req.progress, known)
+                sc = scan_build(tree, bdir, req.jobs, req.progress, known,
+                                reuse=(cache, cc, ccver))
             sc["build"] = b.info
             cache.put(key, sc)
         log_summary(sc, name)

@@ -126,3 +126,8 @@ def test_scan_on_612_ranks_the_changed_file_first(k612):
     assert rows[0]["file"] == "mm/compaction.c" and int(rows[0]["growth_bytes"]) > 0
     assert all(int(r["growth_bytes"]) == 0 for r in rows[1:])
     assert "mm/compaction.c" in (out / "ranking.md").read_text()
+    # B's files whose inputs did not change took A's measurements
+    rec = json.load(open(next(p for p in (base / "results").glob("*/scan-gcc.json")
+                              if json.load(open(p))["point"] == "HEAD~2")))
+    assert rec["n_reused"] >= 0.9 * rec["n_files"] and rec["n_measured"] >= 1
+    assert rec["files"]["mm/compaction.c"].get("status") == "ok"

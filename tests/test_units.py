@@ -531,3 +531,44 @@ def test_series_line_names_every_commit_between_points(tmp_path):
     assert [(n, s, p) for n, _, s, p in line] == [
         ("first", "base", True), ("last~3", "p1", False), ("last~2", "p2", False),
         ("last~1", "mid", False), ("last", "tip", True)]
+
+
+def test_scan_input_key_follows_the_dependency_list(tmp_path):
+    """A file is measured again exactly when its command, the config, or a
+    file its Kbuild dependency list names changed."""
+    from bench import scan
+    from kbuild import build
+    tree = tmp_path / "tree"
+    bdir = tree / "kb-aaaaaaaaaaaa-gcc"
+    (bdir / "mm").mkdir(parents=True)
+    (bdir / "include/generated").mkdir(parents=True)
+    (bdir / "include/config").mkdir(parents=True)
+    (tree / "include").mkdir()
+    (tree / "mm").mkdir()
+    (tree / "mm/a.c").write_text("int a;\n")
+    (tree / "include/x.h").write_text("#define X 1\n")
+    (tree / "include/other.h").write_text("\n")
+    (bdir / "include/generated/autoconf.h").write_text("#define CONFIG_A 1\n")
+    (bdir / "mm/.a.o.cmd").write_text(
+        "savedcmd_mm/a.o := gcc -c ../mm/a.c\n\nsource_mm/a.o := ../mm/a.c\n\n"
+        "deps_mm/a.o := \\\n  ../include/x.h \\\n    $(wildcard include/config/B) \\\n"
+        "\nmm/a.o: $(deps_mm/a.o)\n\n$(deps_mm/a.o):\n")
+    assert build.dependencies(bdir / "mm/.a.o.cmd") == [
+        "../mm/a.c", "../include/x.h", "include/config/B"]
+
+    def key(argv=("gcc", "-E")):
+        return scan.input_key(bdir, "mm/a.c", list(argv), {})
+    k0 = key()
+    assert key() == k0
+    (tree / "include/other.h").write_text("changed, but not a dependency\n")
+    assert key() == k0
+    assert key(("gcc", "-E", "-DX")) != k0
+    for change in (lambda: (tree / "include/x.h").write_text("#define X 2\n"),
+                   lambda: (bdir / "include/config/B").write_text(""),
+                   lambda: (bdir / "include/generated/autoconf.h").write_text(""),
+                   lambda: (tree / "mm/a.c").write_text("int b;\n")):
+        before = key()
+        change()
+        assert key() != before
+    (bdir / "mm/.a.o.cmd").write_text("savedcmd_mm/a.o := gcc -c ../mm/a.c\n")
+    assert key() is None                     # no dependency list: always measured

@@ -306,6 +306,29 @@ def cmd_file(bdir, src):
 CMD_LINE = re.compile(r"^(?:saved)?cmd_\S+ := (.*)$", re.M)
 
 
+def dependencies(cmdfile):
+    """The files a Kbuild object was made from, from its .cmd file: the
+    source (`source_<obj> := ...`) and the `deps_<obj> := \\` list, paths
+    relative to the build dir (`$(wildcard X)` entries as X). fixdep drops
+    include/generated/autoconf.h from the list (the config's options stand
+    in as include/config/<OPTION>, empty files): whoever hashes the inputs
+    must add autoconf.h. None when the file has no dependency list."""
+    text = Path(cmdfile).read_text(errors="replace")
+    src = re.search(r"^source_\S+ := (\S+)$", text, re.M)
+    m = re.search(r"^deps_\S+ := \\\n((?:.*\\\n)*)", text, re.M)
+    if not src or not m:
+        return None
+    out = [src.group(1)]
+    for line in m.group(1).splitlines():
+        item = line.strip().rstrip("\\").strip()
+        w = re.fullmatch(r"\$\(wildcard (\S+)\)", item)
+        if w:
+            out.append(w.group(1))
+        elif item:
+            out.append(item)
+    return out
+
+
 def compile_command(bdir, src):
     """The exact compile command Kbuild ran for `src`, as an argv list,
     from <bdir>/<dir>/.<name>.o.cmd. Kbuild writes `cmd_<target> := ...`
