@@ -231,7 +231,9 @@ def cmd_bench(req, case):
         worst = max(worst, measure_commits(req, case, tree, todo, files, package,
                                            timed=not req.no_time,
                                            attribute=not req.no_macros)[0])
-        line = measure_series_line(req, case, tree, todo, files, package)
+        # the whole series (no POINTS=): every commit between the points too
+        line = [] if req.points else measure_series_line(req, case, tree, todo,
+                                                         files, package)
         conformance_points(req, case, tree, todo)
         index = write_series_index(req, case, commits, package, files, line)
         records = results.load_records(req.results)
