@@ -6,6 +6,7 @@ import hashlib
 import json
 import shlex
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -86,22 +87,25 @@ def analyze(cmd, cwd, top=TOP_LINES):
         raise KexpandError(f"{ANALYZER} missing: run 'make -C {REPO} "
                            "bench/kx-analyze'", "infra")
     t0 = time.monotonic()
-    pre = spawn(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        ana = spawn([str(ANALYZER), "-n", str(top)], stdin=pre.stdout,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except BaseException:
-        kill_group(pre)
-        raise
-    pre.stdout.close()
-    try:
-        out, aerr = ana.communicate()
-        perr = pre.stderr.read()
-        pre.wait()
-    except BaseException:
-        kill_group(pre)
-        kill_group(ana)
-        raise
+    # warnings to a file: a pipe read only at the end fills at 64 kB
+    with tempfile.TemporaryFile() as errf:
+        pre = spawn(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=errf)
+        try:
+            ana = spawn([str(ANALYZER), "-n", str(top)], stdin=pre.stdout,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except BaseException:
+            kill_group(pre)
+            raise
+        pre.stdout.close()
+        try:
+            out, aerr = ana.communicate()
+            pre.wait()
+        except BaseException:
+            kill_group(pre)
+            kill_group(ana)
+            raise
+        errf.seek(0)
+        perr = errf.read()
     secs = time.monotonic() - t0
     if pre.returncode != 0:
         tail = "\n".join(perr.decode(errors="replace").splitlines()[-15:])
@@ -210,13 +214,20 @@ def built(bdir, chash, files):
     if not (stamp.exists() and done.exists()) or stamp.read_text().strip() != chash:
         return False
     have = set(done.read_text().split())
+    if f"config={chash}" not in have:        # made under another config
+        return False
     return all(build.obj_of(f) in have and build.cmd_file(bdir, f).exists()
                for f in files)
 
 
 def note_built(bdir, b, targets):
+    """Add the objects just built to the list; a list of another config
+    (configure() rewrote the dir's config) starts again."""
     done = bdir / BUILT
+    chash = (bdir / ".kexpand-config").read_text().strip()
     have = set(done.read_text().split()) if done.exists() else set()
+    if f"config={chash}" not in have:
+        have = {f"config={chash}"}
     have |= {t for t in targets if t not in b.failed}
     atomic_write(done, "".join(f"{t}\n" for t in sorted(have)))
 

@@ -13,9 +13,13 @@
  *                  and headers' own code, and macro arguments written there)
  *   <stringified>  a string made by '#' (its text is not in the source)
  *   <pasted>       any other token made by the preprocessor: '##' pastes,
- *                  __COUNTER__, __LINE__
+ *                  __COUNTER__, __LINE__ (__FILE__ makes a string: stringified)
  *   <command-line> tokens of -D macros and gcc's built-in macros
  *   <markers>      line markers, #pragma lines, whitespace and newlines
+ *   <unread>       tokens spelled in a file that could not be read (not a
+ *                  regular file, over 64 MiB, missing): not classified
+ * A string literal that holds a whole well-formed location prefix is misread
+ * (the rows then do not add up; bench/macros.py checks and says so).
  * A token is "spelled" at its location when the source line at that
  * column starts with the token's text; the files are read from the
  * current directory, as the compiler named them.
@@ -31,11 +35,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-enum { C_SOURCE, C_STRINGIFIED, C_PASTED, C_CMDLINE, C_MARKERS, NCLASS };
+#define SRC_MAX (64L << 20)     /* larger "sources" are not read */
+
+enum { C_SOURCE, C_STRINGIFIED, C_PASTED, C_CMDLINE, C_MARKERS, C_UNREAD, NCLASS };
 static const char *const class_name[NCLASS] = {
 	"<source>", "<stringified>", "<pasted>", "<command-line>", "<markers>",
+	"<unread>",
 };
 
 struct macro {
@@ -48,6 +56,7 @@ struct srcfile {
 	char *path;
 	int readable;
 	char *text;
+	size_t len;
 	size_t nlines;
 	size_t *start;          /* byte offset of each physical line (1-based) */
 	int32_t *macro;         /* macro id of each line, -1 outside #define */
@@ -96,13 +105,23 @@ static int is_ident(int c)
 	       (c >= '0' && c <= '9');
 }
 
+/* The newline at t[j] is spliced away: a backslash before it, with only
+ * blanks or a '\r' between (gcc accepts "\\ \n" with a warning). */
+static int spliced(const char *t, size_t j)
+{
+	while (j > 0 && (t[j - 1] == ' ' || t[j - 1] == '\t' || t[j - 1] == '\r'))
+		j--;
+	return j > 0 && t[j - 1] == '\\';
+}
+
 /* Mark the physical lines of every #define of f with its macro id. A
- * directive runs to the first newline that is neither escaped by a
- * backslash nor inside a block comment. */
+ * directive runs to the first newline that is not spliced and not inside
+ * a block comment; comment openers inside string and character literals
+ * are text. */
 static void find_defines(struct srcfile *f, uint32_t fid)
 {
 	const char *t = f->text;
-	size_t n = strlen(t), line = 1, i = 0;
+	size_t n = f->len, line = 1, i = 0;
 	int in_comment = 0;
 	while (i < n) {
 		/* at the start of a logical line */
@@ -135,39 +154,49 @@ static void find_defines(struct srcfile *f, uint32_t fid)
 				}
 			}
 		}
-		/* to the end of the logical line, tracking block comments */
+		/* to the end of the logical line */
 		int directive = id >= 0;
+		char quote = 0;
 		for (;;) {
 			if (j >= n) {
 				i = n;
 				break;
 			}
 			char c = t[j];
+			if (c == '\n') {
+				if (directive)
+					f->macro[line] = id;
+				line++;
+				j++;
+				if (spliced(t, j - 1) || (in_comment && directive))
+					continue;
+				quote = 0;          /* an unterminated literal ends here */
+				i = j;
+				break;
+			}
 			if (in_comment) {
 				if (c == '*' && j + 1 < n && t[j + 1] == '/') {
 					in_comment = 0;
 					j += 2;
 					continue;
 				}
+			} else if (quote) {
+				if (c == '\\' && j + 1 < n && t[j + 1] != '\n') {
+					j += 2;
+					continue;
+				}
+				if (c == quote)
+					quote = 0;
+			} else if (c == '"' || c == '\'') {
+				quote = c;
 			} else if (c == '/' && j + 1 < n && t[j + 1] == '*') {
 				in_comment = 1;
 				j += 2;
 				continue;
 			} else if (c == '/' && j + 1 < n && t[j + 1] == '/') {
-				while (j < n && t[j] != '\n')
-					j++;    /* a // comment ends at the newline */
+				while (j < n && (t[j] != '\n' || spliced(t, j)))
+					j++;    /* a // comment ends at an unspliced newline */
 				continue;
-			}
-			if (c == '\n') {
-				if (directive)
-					f->macro[line] = id;
-				line++;
-				j++;
-				int escaped = j >= 2 && t[j - 2] == '\\';
-				if (escaped || (directive && in_comment))
-					continue;
-				i = j;
-				break;
 			}
 			j++;
 		}
@@ -181,22 +210,26 @@ static struct srcfile *load(uint32_t fid)
 	struct srcfile *f = &files[fid];
 	if (f->text || !f->readable)
 		return f;
+	/* only regular files of a sane size: a line marker can name anything
+	 * ("#line 1 "/dev/zero"") */
 	FILE *fp = fopen(f->path, "rb");
-	if (!fp) {
+	struct stat st;
+	if (!fp || fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size > SRC_MAX) {
+		if (fp)
+			fclose(fp);
 		f->readable = 0;
 		return f;
 	}
-	size_t cap = 1 << 16, len = 0;
+	size_t cap = (size_t)st.st_size + 2, len = 0;
 	char *t = xrealloc(NULL, cap);
 	size_t r;
-	while ((r = fread(t + len, 1, cap - len - 1, fp)) > 0) {
+	while (len < cap - 1 && (r = fread(t + len, 1, cap - 1 - len, fp)) > 0)
 		len += r;
-		if (cap - len < 2)
-			t = xrealloc(t, cap *= 2);
-	}
 	fclose(fp);
 	t[len] = 0;
 	f->text = t;
+	f->len = len;
 	size_t nl = 1;
 	for (size_t i = 0; i < len; i++)
 		nl += t[i] == '\n';
@@ -310,9 +343,34 @@ static int fill(size_t want)
 	return blen - bpos >= want;
 }
 
-static int at_prefix(void)
+#define PREFIX_MAX 8192
+
+/* Length of the location prefix at the read position, 0 if there is none.
+ * gcc writes "{P:<path>;F:<path>;L:<n>;C:<n>;S:<n>;M:<ptr>;E:<n>,LOC:<n>,R:<n>}":
+ * it counts only if it has that shape, so text that merely contains "{P:"
+ * (in a string, a #pragma, a path with '}') is text. */
+static size_t prefix_len;
+static size_t at_prefix(void)
 {
-	return fill(3) && buf[bpos] == '{' && buf[bpos + 1] == 'P' && buf[bpos + 2] == ':';
+	if (!(fill(3) && buf[bpos] == '{' && buf[bpos + 1] == 'P' && buf[bpos + 2] == ':'))
+		return 0;
+	fill(PREFIX_MAX);
+	const char *p = buf + bpos, *end = buf + (blen - bpos < PREFIX_MAX ? blen : bpos + PREFIX_MAX);
+	const char *f = NULL;
+	for (const char *q = p + 3; q + 3 < end; q++) {
+		if (*q == '\n' || (q[0] == '{' && q[1] == 'P' && q[2] == ':'))
+			return 0;       /* a prefix holds no line break, no other prefix */
+		if (q[0] == ';' && q[1] == 'F' && q[2] == ':' && !f)
+			f = q;
+		if (f && q[0] == ',' && q[1] == 'R' && q[2] == ':') {
+			const char *d = q + 3;
+			while (d < end && *d >= '0' && *d <= '9')
+				d++;
+			if (d > q + 3 && d < end && *d == '}')
+				return prefix_len = (size_t)(d + 1 - p);
+		}
+	}
+	return 0;
 }
 
 /* the current token: location of its prefix, text after it */
@@ -326,22 +384,20 @@ static int line_start = 1, directive_line;
 
 static void parse_prefix(void)
 {
-	/* {P:path;F:...;L:n;C:n;S:n;M:...;E:n,LOC:n,R:n} */
-	char field[8192];
-	size_t k = 0;
-	bpos += 3;
-	for (;;) {
-		if (!fill(1))
-			break;
-		char c = buf[bpos++];
-		if (c == '}')
-			break;
-		if (k < sizeof(field) - 1)
-			field[k++] = c;
-	}
+	/* {P:path;F:...;L:n;C:n;S:n;M:...;E:n,LOC:n,R:n}, prefix_len bytes */
+	char field[PREFIX_MAX];
+	size_t k = prefix_len - 4;          /* without "{P:" and "}" */
+	memcpy(field, buf + bpos + 3, k);
 	field[k] = 0;
-	char *semi = strchr(field, ';');
-	size_t plen = semi ? (size_t)(semi - field) : k;
+	bpos += prefix_len;
+	/* the path runs to the ";F:" that follows it (a path may hold ';') */
+	char *fsep = NULL;
+	for (char *q = field; (q = strstr(q, ";F:")); q++) {
+		char *l = strstr(q, ";L:");
+		if (l && strstr(l, ";C:"))
+			fsep = q;
+	}
+	size_t plen = fsep ? (size_t)(fsep - field) : k;
 	char *l = strstr(field + plen, ";L:"), *c = strstr(field + plen, ";C:");
 	tok_has_loc = l && c;
 	tok_file = intern(field, plen);
@@ -368,12 +424,20 @@ static void classify(void)
 		goto out;
 	}
 	struct srcfile *f = load(tok_file);
+	if (!f->text) {
+		add(C_UNREAD, -1, n);
+		goto out;
+	}
 	int spelled = 0;
 	int32_t mac = -1;
-	if (f->text && tok_line >= 1 && tok_line <= f->nlines && tok_col >= 1) {
+	if (tok_line >= 1 && tok_line <= f->nlines && tok_col >= 1) {
 		size_t off = f->start[tok_line] + tok_col - 1;
-		size_t end = tok_line < f->nlines ? f->start[tok_line + 1] : strlen(f->text);
+		size_t end = tok_line < f->nlines ? f->start[tok_line + 1] : f->len;
 		spelled = off + n <= end && !memcmp(f->text + off, t, n);
+		/* the text must end there too: "xy" is not spelled by "xyz" */
+		if (spelled && off + n < end && is_ident((unsigned char)t[n - 1]) &&
+		    is_ident((unsigned char)f->text[off + n]))
+			spelled = 0;
 		mac = f->macro[tok_line];
 	}
 	if (!spelled)
@@ -529,9 +593,8 @@ int main(int argc, char **argv)
 		}
 	}
 	uint64_t plain = 0;
-	char in_lit = 0, escaped = 0;   /* inside a string or character literal */
 	for (;;) {
-		if (!in_lit && at_prefix()) {
+		if (at_prefix()) {
 			if (tok_len)
 				classify();
 			parse_prefix();
@@ -546,7 +609,6 @@ int main(int argc, char **argv)
 			directive_line = c == '#';
 		}
 		if (c == '\n') {
-			in_lit = escaped = 0;
 			if (tok_len)
 				classify();
 			if (directive_line && is_marker()) {
@@ -566,15 +628,6 @@ int main(int argc, char **argv)
 			push(&line_text, &line_len, &line_cap, c);
 			continue;
 		}
-		/* "{P:" inside a literal is text, not a location prefix */
-		if (escaped)
-			escaped = 0;
-		else if (in_lit && c == '\\')
-			escaped = 1;
-		else if (in_lit && c == in_lit)
-			in_lit = 0;
-		else if (!in_lit && (c == '"' || c == '\''))
-			in_lit = c;
 		push(&tok, &tok_len, &tok_cap, c);
 	}
 	if (tok_len)

@@ -65,6 +65,7 @@ struct Selection {
 	std::unordered_map<int, unsigned long long> self;   // trie node -> bytes
 	unsigned long long bytes = 0;
 	std::vector<unsigned long long> calls;
+	std::vector<std::string> def_at;      // the definition used on this line
 };
 
 std::vector<std::string> names;
@@ -96,8 +97,10 @@ int intern(llvm::StringRef s)
 	names.push_back(s.str());
 	calls.push_back(0);
 	def_at.push_back("");
-	for (auto &sel : sels)
+	for (auto &sel : sels) {
 		sel.calls.push_back(0);
+		sel.def_at.push_back("");
+	}
 	return name_id[s.str()] = (int)names.size() - 1;
 }
 
@@ -114,6 +117,16 @@ int child(int parent, int name)
 
 class Calls : public PPCallbacks {
 	SourceManager &SM;
+	// where the definition used by an expansion is (a name may be
+	// #undef'd and defined again)
+	std::string where(const MacroDefinition &md)
+	{
+		if (!md.getMacroInfo())
+			return "";
+		PresumedLoc d = SM.getPresumedLoc(md.getMacroInfo()->getDefinitionLoc());
+		return d.isValid() ? norm(d.getFilename()) + ":" + std::to_string(d.getLine())
+				   : "<built-in>";
+	}
 public:
 	explicit Calls(SourceManager &sm) : SM(sm) {}
 	void MacroExpands(const Token &name, const MacroDefinition &md, SourceRange,
@@ -124,18 +137,17 @@ public:
 			return;
 		int id = intern(ii->getName());
 		calls[id]++;
-		if (def_at[id].empty() && md.getMacroInfo()) {
-			PresumedLoc d = SM.getPresumedLoc(md.getMacroInfo()->getDefinitionLoc());
-			def_at[id] = d.isValid() ? norm(d.getFilename()) + ":" +
-				std::to_string(d.getLine()) : "<built-in>";
-		}
+		if (def_at[id].empty())
+			def_at[id] = where(md);
 		expansion_name[name.getLocation().getRawEncoding()] = id;
 		if (!sels.empty()) {
 			PresumedLoc p = SM.getPresumedLoc(SM.getExpansionLoc(name.getLocation()));
 			if (p.isValid())
 				for (auto &s : sels)
-					if (s.line == p.getLine() && s.file == norm(p.getFilename()))
+					if (s.line == p.getLine() && s.file == norm(p.getFilename())) {
 						s.calls[id]++;
+						s.def_at[id] = where(md);
+					}
 		}
 	}
 };
@@ -309,7 +321,8 @@ void json_str(const std::string &s)
 }
 
 void print_macros(const std::unordered_map<int, unsigned long long> &self,
-		  const std::vector<unsigned long long> &ncalls, long top)
+		  const std::vector<unsigned long long> &ncalls,
+		  const std::vector<std::string> &defs, long top)
 {
 	std::vector<unsigned long long> inc = inclusive(self);
 	std::vector<int> order;
@@ -326,7 +339,7 @@ void print_macros(const std::unordered_map<int, unsigned long long> &self,
 		printf("%s{\"name\": ", i ? ", " : "");
 		json_str(names[order[i]]);
 		printf(", \"at\": ");
-		json_str(def_at[order[i]]);
+		json_str(defs[order[i]]);
 		printf(", \"inclusive_bytes\": %llu, \"calls\": %llu}", inc[order[i]],
 		       ncalls[order[i]]);
 	}
@@ -396,14 +409,14 @@ int main(int argc, char **argv)
 	for (size_t n = 0; n < nodes.size(); n++)
 		if (nodes[n].self)
 			all[(int)n] = nodes[n].self;
-	print_macros(all, calls, top);
+	print_macros(all, calls, def_at, top);
 	printf(", \"lines\": [");
 	for (size_t k = 0; k < sels.size(); k++) {
 		Selection &s = sels[k];
 		printf("%s{\"file\": ", k ? ", " : "");
 		json_str(s.file);
 		printf(", \"line\": %u, \"bytes_est\": %llu, ", s.line, s.bytes);
-		print_macros(s.self, s.calls, top);
+		print_macros(s.self, s.calls, s.def_at, top);
 		printf("}");
 		if (!s.folded.empty() && write_folded(s))
 			return 2;

@@ -22,7 +22,7 @@ from kbuild.util import KexpandError, kill_group, spawn
 HERE = Path(__file__).resolve().parent
 OWN_TOOL = HERE / "kx-macros"
 STACK_TOOL = HERE / "kx-macrostack"
-VERSION = "2"
+VERSION = "3"
 TOP = 100            # macros kept per file and per hot line
 OPAQUE_MIN_LINE = 100_000   # hottest lines this big get the counterfactual
 OPAQUE_TOP = 3              # for their top macros by inclusive bytes
@@ -48,22 +48,26 @@ def own_bytes(bdir, argv, hot_at):
     flags, src = build.strip_output(argv)
     cmd = flags + ["-E", "-fdebug-cpp", "-o", "-", src]
     tool = [str(OWN_TOOL), "-n", str(TOP)] + (["-l", hot_at] if hot_at else [])
-    pre = spawn(cmd, cwd=bdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        ana = spawn(tool, cwd=bdir, stdin=pre.stdout, stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE)
-    except BaseException:
-        kill_group(pre)
-        raise
-    pre.stdout.close()
-    try:
-        out, aerr = ana.communicate()
-        perr = pre.stderr.read()
-        pre.wait()
-    except BaseException:
-        kill_group(pre)
-        kill_group(ana)
-        raise
+    # the compiler's warnings go to a file: a pipe read only at the end
+    # would fill (64 kB) and stop both processes
+    with tempfile.TemporaryFile() as errf:
+        pre = spawn(cmd, cwd=bdir, stdout=subprocess.PIPE, stderr=errf)
+        try:
+            ana = spawn(tool, cwd=bdir, stdin=pre.stdout, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE)
+        except BaseException:
+            kill_group(pre)
+            raise
+        pre.stdout.close()
+        try:
+            out, aerr = ana.communicate()
+            pre.wait()
+        except BaseException:
+            kill_group(pre)
+            kill_group(ana)
+            raise
+        errf.seek(0)
+        perr = errf.read()
     if pre.returncode != 0:
         raise _fail("gcc -E -fdebug-cpp", cmd, pre.returncode, perr)
     if ana.returncode != 0:
@@ -104,8 +108,8 @@ def prune(stacks, total, frac=STACK_MIN):
     return sorted(out)
 
 
-def run_stack_tool(bdir, flags, src, hot_at, folded=None):
-    tool = [str(STACK_TOOL), "-n", str(TOP)] + (["-l", hot_at] if hot_at else []) + (
+def run_stack_tool(bdir, flags, src, hot_at, folded=None, top=TOP):
+    tool = [str(STACK_TOOL), "-n", str(top)] + (["-l", hot_at] if hot_at else []) + (
         ["-f", str(folded)] if folded else []) + ["--"] + flags + [src]
     p = spawn(tool, cwd=bdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -148,13 +152,17 @@ def with_overlay(flags, header, overlay):
     relative to the tree) at its path under the -I directory that finds it;
     None when no -I directory does (the main file, a -include'd header)."""
     target = os.path.normpath("../" + header)
+    dirs = []
     for k, a in enumerate(flags):
         d = a[2:] if a.startswith("-I") and len(a) > 2 else (
             flags[k + 1] if a == "-I" and k + 1 < len(flags) else None)
         if d and target.startswith(os.path.normpath(d) + "/"):
-            return [flags[0], "-I", str(overlay)] + flags[1:], \
-                target[len(os.path.normpath(d)) + 1:]
-    return None
+            dirs.append(os.path.normpath(d))
+    if not dirs:
+        return None
+    # the longest: include/uapi/linux/x.h is <linux/x.h> through include/uapi
+    d = max(dirs, key=len)
+    return [flags[0], "-I", str(overlay)] + flags[1:], target[len(d) + 1:]
 
 
 def counterfactual(bdir, flags, src, hot_at, line_macros, line_bytes):
@@ -187,7 +195,11 @@ def counterfactual(bdir, flags, src, hot_at, line_macros, line_bytes):
             oflags, rel = ov
             (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
             (Path(tmp) / rel).write_text(new)
-            d = run_stack_tool(bdir, oflags, src, hot_at)
+            try:
+                d = run_stack_tool(bdir, oflags, src, hot_at, top=100_000)
+            except KexpandError as e:       # e.g. the macro is also used in #if
+                row["why_not"] = f"preprocessing failed with it opaque: {str(e)[-300:]}"
+                continue
         mine = {x["name"]: x for x in d["lines"][0]["macros"]} if d["lines"] else {}
         row["applied"] = "kx-opaque-" in (mine.get(m["name"], {}).get("at") or "")
         row["line_bytes_opaque"] = d["lines"][0]["bytes_est"] if d["lines"] else None
@@ -281,14 +293,24 @@ def _tree(p):
 
 
 
+def label(name, at, names_at):
+    """A macro's name, with where it is defined when the name has more than
+    one definition among those shown."""
+    return f"{name} ({at})" if len(names_at.get(name, ())) > 1 else name
+
+
 def changes(ma, mb, key, top=8):
-    """[(name, a, b)] of the macros whose `key` bytes changed most between
-    two lists of macros; only the top of each side is kept, so a macro
-    missing from one side is None there (ranked as if at that side's
-    smallest kept figure)."""
-    a = {m["name"]: m[key] for m in ma}
-    b = {m["name"]: m[key] for m in mb}
+    """[(label, a, b)] of the macros whose `key` bytes changed most between
+    two lists of macros. A macro is its name and its #define's place (two
+    definitions of one name are two macros); only the top of each side is
+    kept, so a macro missing from one side is None there (ranked as if at
+    that side's smallest kept figure)."""
+    a = {(m["name"], m.get("at")): m[key] for m in ma}
+    b = {(m["name"], m.get("at")): m[key] for m in mb}
     floor_a, floor_b = min(a.values(), default=0), min(b.values(), default=0)
     delta = lambda n: b.get(n, floor_b) - a.get(n, floor_a)  # noqa: E731
-    return [(n, a.get(n), b.get(n)) for n in
-            sorted(set(a) | set(b), key=lambda n: (-abs(delta(n)), n))[:top]]
+    names_at = {}
+    for n, at in set(a) | set(b):
+        names_at.setdefault(n, set()).add(at)
+    return [(label(n, at, names_at), a.get((n, at)), b.get((n, at))) for n, at in
+            sorted(set(a) | set(b), key=lambda k: (-abs(delta(k)), k[0], k[1] or ""))[:top]]

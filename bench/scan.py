@@ -86,13 +86,39 @@ def _digest(path, memo):
     return memo[k]
 
 
+# headers fixdep leaves out of the lists (scripts/basic/fixdep.c)
+UNLISTED = ["include/generated/autoconf.h", "include/generated/autoksyms.h"]
+
+
+def _listing(dirs, memo):
+    """The names of every file under `dirs` (recursively; the last one
+    only at its top): a header added where the include path would find it
+    first, or one that a __has_include() looked for, changes it."""
+    k = ("listing",) + tuple(dirs)
+    if k not in memo:
+        h = hashlib.sha256()
+        for i, d in enumerate(dirs):
+            h.update(f"{d}\0".encode())
+            for root, subdirs, names in os.walk(d):
+                subdirs.sort()
+                if i == len(dirs) - 1:
+                    subdirs[:] = []
+                for n in sorted(names):
+                    h.update(os.path.relpath(os.path.join(root, n), d).encode() + b"\0")
+        memo[k] = h.digest()
+    return memo[k]
+
+
 def input_key(bdir, rel, argv, memo):
     """What a file's -E output is a function of: its command, the length of
     the build dir's path (line markers name the working directory when -g
-    is on), the config (autoconf.h, which fixdep leaves out) and the
-    content of every file its Kbuild dependency list names. Equal keys,
-    equal bytes: a file whose key was measured before (at another commit)
-    is not measured again. None when the .cmd has no dependency list."""
+    is on), the config (autoconf.h and autoksyms.h, which fixdep leaves
+    out), the content of every file its Kbuild dependency list names, and
+    the names of the files in its -I directories and its own directory
+    (a new header that would be found first, or that a __has_include()
+    looks for). Equal keys, equal bytes: a file whose key was measured
+    before (at another commit) is not measured again. None when the .cmd
+    has no dependency list."""
     try:
         deps = build.dependencies(build.cmd_file(bdir, rel))
     except OSError:
@@ -100,8 +126,13 @@ def input_key(bdir, rel, argv, memo):
     if deps is None:
         return None
     h = hashlib.sha256(json.dumps([argv, len(str(bdir))]).encode())
-    for d in ["include/generated/autoconf.h"] + sorted(set(deps)):
+    for d in UNLISTED + sorted(set(deps)):
         h.update(d.encode() + b"\0" + _digest(Path(bdir) / d, memo) + b"\0")
+    incs = [a[2:] if len(a) > 2 else argv[k + 1] for k, a in enumerate(argv)
+            if a.startswith("-I") and (len(a) > 2 or k + 1 < len(argv))]
+    dirs = [os.path.normpath(os.path.join(bdir, d)) for d in incs]
+    h.update(_listing(dirs + [os.path.normpath(os.path.join(bdir, "..", os.path.dirname(rel)))],
+                      memo))
     return h.hexdigest()
 
 

@@ -6,8 +6,9 @@ from bench.macros import changes
 from . import flame
 
 CSV_COLUMNS = ["point", "commit", "compiler", "file", "macro", "own_bytes",
-               "inclusive_bytes", "calls"]
-CLASSES = ["<source>", "<stringified>", "<pasted>", "<command-line>", "<markers>"]
+               "inclusive_bytes", "calls", "defined_at"]
+CLASSES = ["<source>", "<stringified>", "<pasted>", "<command-line>", "<markers>",
+           "<unread>"]
 
 
 def _entry(rec, f):
@@ -29,7 +30,7 @@ def csv_rows(index, records):
                 continue
             for f in index["files"]:
                 m = _entry(rec, f)
-                if not m:
+                if not m or m["status"] != "ok":    # rows that add up, only
                     continue
                 base = {"point": p["name"], "commit": p["commit"], "compiler": cc,
                         "file": f}
@@ -37,14 +38,15 @@ def csv_rows(index, records):
                     for c in CLASSES:
                         rows.append(dict(base, macro=c, own_bytes=m["classes"].get(c, 0)))
                     for x in m["macros"]:
-                        rows.append(dict(base, macro=x["name"], own_bytes=x["own_bytes"]))
+                        rows.append(dict(base, macro=x["name"], own_bytes=x["own_bytes"],
+                                         defined_at=x.get("at")))
                     rows.append(dict(base, macro="<other macros>",
                                      own_bytes=m["other_macros_bytes"]))
                 else:
                     for x in m["macros"]:
                         rows.append(dict(base, macro=x["name"],
                                          inclusive_bytes=x["inclusive_bytes"],
-                                         calls=x["calls"]))
+                                         calls=x["calls"], defined_at=x.get("at")))
     return rows
 
 

@@ -69,14 +69,51 @@ def test_locations_inside_literals_are_text(tmp_path):
 
 
 def test_unreadable_headers_are_not_claimed(tmp_path):
-    """Run elsewhere, the tool cannot read the files: no token is given to
-    a macro or to the source, and the total still holds."""
+    """Run elsewhere, the tool cannot read the files: every token is
+    <unread>, none is given to a macro or to the source, the total holds."""
     e = subprocess.run(["gcc", "-E", "-fdebug-cpp", "fixture.c", "-o", "-"],
                        cwd=FIX, check=True, capture_output=True).stdout
     d = json.loads(subprocess.run([str(macros.OWN_TOOL)], input=e, cwd=tmp_path,
                                   check=True, capture_output=True).stdout)
     assert d["macro_bytes"] == 0 and d["classes"]["<source>"] == 0
+    assert d["classes"]["<unread>"] == 29 + 62 + 7 + 2      # all but <markers>
     assert d["bytes"] == plain_bytes()
+
+
+HOSTILE = {
+    "literal-lookalikes": 'const char *t = "{P:x;L:1;C:1}";\nchar q = \'"\';\n'
+                          '#pragma message "{P:x;L:1;C:1}"\n'
+                          '_Pragma("message(\\"hi {P:\\")") int z;\n',
+    "lone-quote": "#define APOS '\nint a = 1; APOS int b = 2;\n",
+    "device-marker": '#line 1 "/dev/zero"\nint a;\n#line 5 "fixture.c"\nint b;\n',
+    "brace-path": '#line 1 "we}ird;F:x.h"\nint a;\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_sources_still_add_up(tmp_path, name):
+    (tmp_path / "fixture.c").write_text(HOSTILE[name])
+    d = own(cwd=tmp_path)
+    plain = subprocess.run(["gcc", "-E", "fixture.c", "-o", "-"], cwd=tmp_path,
+                           capture_output=True).stdout
+    assert d["bytes"] == len(plain)
+    assert sum(d["classes"].values()) + d["macro_bytes"] == d["bytes"]
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n", " \n"])
+def test_defines_continued_and_commented(tmp_path, eol):
+    """A #define continued with CRLF or a blank after the backslash, and
+    comment openers inside literals, do not move the #define's lines."""
+    cont = "\\" + eol
+    (tmp_path / "h.h").write_text(
+        'static const char glob[] = "/*";\n'
+        f"#define ADD(a) ({cont}a + {cont}1)\n"
+        '#define GLOB "dir/*"\nint y = 2;\n')
+    (tmp_path / "fixture.c").write_text('#include "h.h"\nint f(int q) { return ADD(q); }\n')
+    d = own(cwd=tmp_path)
+    by = {m["name"]: m["own_bytes"] for m in d["macros"]}
+    assert by == {"ADD": len("(") + len("+") + len("1") + len(")")}
+    assert sum(d["classes"].values()) + d["macro_bytes"] == d["bytes"]
 
 
 def stacks(tmp_path):
@@ -147,7 +184,8 @@ def test_macros_csv_rows_add_up(records):
     assert {r["macro"] for r in gcc} >= {"<source>", "<markers>", "<other macros>"}
     clang = [r for r in rows if r["compiler"] == "clang"]
     assert clang == [{"point": "p", "commit": "c1", "compiler": "clang", "file": "f.c",
-                      "macro": "min", "inclusive_bytes": 80, "calls": 2}]
+                      "macro": "min", "inclusive_bytes": 80, "calls": 2,
+                      "defined_at": None}]
 
 
 def test_changes_rank_by_size_of_change():
@@ -186,3 +224,33 @@ def test_counterfactual_by_hand(tmp_path):
     got = {r["name"]: (r["applied"], r["inclusive_bytes"], r["line_bytes_opaque"],
                        r["removed_bytes"]) for r in out}
     assert got == {"QUAD": (True, 38, 28, 18), "TWICE": (True, 31, 54, -8)}
+
+
+def test_changes_tell_two_definitions_of_a_name_apart():
+    """notrace is defined twice; each definition is its own macro."""
+    a = [{"name": "notrace", "at": "asm/linkage.h:9", "own_bytes": 191_412},
+         {"name": "notrace", "at": "linux/compiler_types.h:156", "own_bytes": 1_247}]
+    b = [{"name": "notrace", "at": "asm/linkage.h:9", "own_bytes": 191_412},
+         {"name": "__is_constexpr", "at": "linux/const.h:12", "own_bytes": 50_000}]
+    out = dict((n, (x, y)) for n, x, y in macros.changes(a, b, "own_bytes"))
+    assert out["notrace (asm/linkage.h:9)"] == (191_412, 191_412)
+    assert out["notrace (linux/compiler_types.h:156)"] == (1_247, None)
+
+
+def test_counterfactual_uses_the_definition_the_line_used(tmp_path):
+    """W is defined in a.h, then #undef'd and defined again in b.h; the
+    line uses b.h's: that one is made opaque, and it removes bytes."""
+    tree = tmp_path / "tree"
+    (tree / "inc").mkdir(parents=True)
+    (tree / "kb").mkdir()
+    (tree / "inc/a.h").write_text("#define W(x) ((x)+(x))\n")
+    (tree / "inc/b.h").write_text("#undef W\n#define W(x) ((x)+(x)+(x)+(x)+(x)+(x)+(x)+(x))\n")
+    (tree / "r.c").write_text("#include <a.h>\nint p(int y) { return W(y); }\n"
+                              "#include <b.h>\nint q(int y) { return W(W(y)); }\n")
+    flags, src = ["clang", "-I../inc"], "../r.c"
+    d = macros.run_stack_tool(tree / "kb", flags, src, "r.c:4")
+    line = d["lines"][0]
+    assert line["macros"][0]["at"] == "inc/b.h:2"
+    (row,) = macros.counterfactual(tree / "kb", flags, src, "r.c:4",
+                                   line["macros"], line["bytes_est"])
+    assert row["applied"] and row["removed_bytes"] > 0

@@ -495,6 +495,12 @@ def test_measuring_again_needs_no_build_only_where_this_commit_built(tmp_path):
     engine.note_built(d, build.BuildResult(False, 1.0, "", ["mm/vmscan.o"]),
                       ["mm/vmscan.o"])
     assert not engine.built(d, "h1", ["mm/vmscan.c"])            # it failed
+    # configure() rewrote the dir's config: what was built before is not h2's
+    (d / ".kexpand-config").write_text("h2\n")
+    assert not engine.built(d, "h2", ["mm/compaction.c"])
+    engine.note_built(d, build.BuildResult(True, 1.0, "", []), ["mm/vmscan.o"])
+    assert not engine.built(d, "h2", ["mm/compaction.c"])
+    (d / ".kexpand-config").write_text("h1\n")
     # a copy for another commit starts without the list
     new = tmp_path / "kb-bbbbbbbbbbbb-gcc"
     assert build.seed_build_dir(tmp_path, new, "gcc", "h1") == d.name
@@ -570,5 +576,13 @@ def test_scan_input_key_follows_the_dependency_list(tmp_path):
         before = key()
         change()
         assert key() != before
+    # a header added where the include path looks: it could shadow one, or
+    # answer a __has_include()
+    before = key(("gcc", "-I../include", "-E"))
+    (tree / "include/new.h").write_text("\n")
+    assert key(("gcc", "-I../include", "-E")) != before
+    before = key()
+    (tree / "mm/b.h").write_text("\n")                  # beside the source
+    assert key() != before
     (bdir / "mm/.a.o.cmd").write_text("savedcmd_mm/a.o := gcc -c ../mm/a.c\n")
     assert key() is None                     # no dependency list: always measured
