@@ -1,29 +1,20 @@
 // kx-macrostack: inclusive bytes, calls and expansion stacks per macro,
 // from clang's own record of nested macro expansions.
 //
-//   kx-macrostack [-n TOP] [-l FILE:LINE [-f FOLDED]]... -- clang <flags> -E file.c
+//   kx-macrostack [-n TOP] [-l FILE:LINE [-f FOLDED]]... -- clang <flags> file.c
 //
-// Runs the file's clang command as preprocess-only (its own driver parses
-// the flags) and lexes the whole translation unit. Each output token is
-// charged to the chain of macro expansions that produced it, innermost
-// last: a macro's inclusive bytes are those of every token produced inside
-// one of its expansions (nested macros and substituted arguments
-// included), counted once even where the macro recurses through others.
-// A token's bytes are its length plus one for a leading space, close to
-// what -E prints (-E indents, breaks lines and drops some spaces: +0.06%
-// over setup.c's 47 MB line at laight-v4).
-//
-// The chain comes from the SourceManager: every macro body expansion is an
-// SLocEntry whose expansion location is the macro name at the call site;
-// argument substitutions are entries too but no frame. Which entries are
-// macro calls is taken from PPCallbacks::MacroExpands (token pastes and
-// stringifications make entries of their own). Chains are memoized per
-// entry, so a token costs one lookup.
-//
-// For each -l FILE:LINE (FILE as in the line markers; leading "./" and
-// "../" are ignored), the same figures restricted to the tokens whose
-// outermost expansion is on that line, and with -f its stacks in the
-// folded format of flamegraph.pl ("FILE:LINE;outer;...;inner bytes").
+// Lexes the translation unit as the file's clang command would preprocess
+// it (clang's own driver parses the flags). Each token is charged to the
+// chain of expansions that produced it (Walker::chain): a macro's inclusive
+// bytes are those of every token made inside one of its expansions, nested
+// macros and arguments included, counted once where it recurses. A token's
+// bytes: its length plus one for a leading space, close to -E (+0.06% on
+// setup.c's 47 MB line at laight-v4). Which SourceManager entries are macro
+// calls comes from PPCallbacks::MacroExpands (pastes and stringifications
+// make entries of their own); chains are memoized per entry.
+// For each -l FILE:LINE (leading "./", "../" ignored): the same for tokens
+// whose outermost expansion is on that line, and with -f its stacks in
+// flamegraph.pl's folded format ("FILE:LINE;outer;...;inner bytes").
 // Writes one JSON object to stdout.
 #include "clang/Basic/Diagnostic.h"
 #include "clang/Basic/SourceManager.h"
@@ -32,8 +23,6 @@
 #include "clang/Frontend/FrontendActions.h"
 #include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "clang/Frontend/Utils.h"
-#include "clang/Lex/Lexer.h"
-#include "clang/Lex/MacroArgs.h"
 #include "clang/Lex/PPCallbacks.h"
 #include "clang/Lex/Preprocessor.h"
 
@@ -41,7 +30,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -51,17 +39,15 @@ using namespace clang;
 namespace {
 
 struct Node {                 // one distinct expansion stack (a trie)
-	int parent, name;     // name: index into names, -1 for the root
-	int depth;
+	int parent, name, depth;      // name: index into names, -1 for the root
 	unsigned long long self = 0;
 	std::unordered_map<int, int> kids;
 	Node(int p, int n, int d) : parent(p), name(n), depth(d) {}
 };
 
 struct Selection {
-	std::string file;
+	std::string file, folded;
 	unsigned line;
-	std::string folded;
 	std::unordered_map<int, unsigned long long> self;   // trie node -> bytes
 	unsigned long long bytes = 0;
 	std::vector<unsigned long long> calls;
@@ -80,10 +66,8 @@ std::vector<Selection> sels;
 std::string norm(std::string p)
 {
 	for (;;) {
-		if (p.rfind("./", 0) == 0)
-			p = p.substr(2);
-		else if (p.rfind("../", 0) == 0)
-			p = p.substr(3);
+		if (p.rfind("./", 0) == 0 || p.rfind("../", 0) == 0)
+			p = p.substr(p[1] == '/' ? 2 : 3);
 		else
 			return p;
 	}
@@ -158,7 +142,15 @@ struct Memo {
 	SourceLocation top;     // the outermost call's location in a file
 };
 
-std::vector<int> path_of(int n);
+// names on the stack of trie node n, outermost first
+std::vector<int> path_of(int n)
+{
+	std::vector<int> p;
+	for (; n > 0; n = nodes[n].parent)
+		p.push_back(nodes[n].name);
+	std::reverse(p.begin(), p.end());
+	return p;
+}
 
 class Walker {
 	Preprocessor &PP;
@@ -232,8 +224,6 @@ public:
 };
 
 class Action : public PreprocessorFrontendAction {
-public:
-	Walker *walker = nullptr;
 protected:
 	void ExecuteAction() override
 	{
@@ -253,16 +243,6 @@ protected:
 public:
 	unsigned long long total_ = 0;
 };
-
-// names on the stack of trie node n, outermost first
-std::vector<int> path_of(int n)
-{
-	std::vector<int> p;
-	for (; n > 0; n = nodes[n].parent)
-		p.push_back(nodes[n].name);
-	std::reverse(p.begin(), p.end());
-	return p;
-}
 
 // inclusive bytes per name: each node's own bytes go to every distinct
 // name on its stack (a name that recurses through others counts once)
@@ -309,14 +289,8 @@ int write_folded(const Selection &s)
 void json_str(const std::string &s)
 {
 	putchar('"');
-	for (unsigned char c : s) {
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
+	for (unsigned char c : s)
+		printf(c == '"' || c == '\\' ? "\\%c" : c < 0x20 ? "\\u%04x" : "%c", c);
 	putchar('"');
 }
 
@@ -330,9 +304,7 @@ void print_macros(const std::unordered_map<int, unsigned long long> &self,
 		if (inc[i] || ncalls[i])
 			order.push_back((int)i);
 	std::sort(order.begin(), order.end(), [&](int a, int b) {
-		if (inc[a] != inc[b])
-			return inc[a] > inc[b];
-		return names[a] < names[b];
+		return inc[a] != inc[b] ? inc[a] > inc[b] : names[a] < names[b];
 	});
 	printf("\"n_macros\": %zu, \"macros\": [", order.size());
 	for (size_t i = 0; i < order.size() && (long)i < top; i++) {
