@@ -91,14 +91,16 @@ UNLISTED = ["include/generated/autoconf.h", "include/generated/autoksyms.h"]
 
 
 def _listing(dirs, memo):
-    """The names of every file under `dirs` (recursively; the last one
-    only at its top): a header added where the include path would find it
-    first, or one that a __has_include() looked for, changes it."""
+    """The names of every file under `dirs` ([(name as the command gives
+    it, path)]; recursively, the last one only at its top): a header added
+    where the include path would find it first, or one that a
+    __has_include() looked for, changes it. Only relative names go into
+    the hash: the build dir's own name must not."""
     k = ("listing",) + tuple(dirs)
     if k not in memo:
         h = hashlib.sha256()
-        for i, d in enumerate(dirs):
-            h.update(f"{d}\0".encode())
+        for i, (label, d) in enumerate(dirs):
+            h.update(f"{label}\0".encode())
             for root, subdirs, names in os.walk(d):
                 subdirs.sort()
                 if i == len(dirs) - 1:
@@ -130,9 +132,9 @@ def input_key(bdir, rel, argv, memo):
         h.update(d.encode() + b"\0" + _digest(Path(bdir) / d, memo) + b"\0")
     incs = [a[2:] if len(a) > 2 else argv[k + 1] for k, a in enumerate(argv)
             if a.startswith("-I") and (len(a) > 2 or k + 1 < len(argv))]
-    dirs = [os.path.normpath(os.path.join(bdir, d)) for d in incs]
-    h.update(_listing(dirs + [os.path.normpath(os.path.join(bdir, "..", os.path.dirname(rel)))],
-                      memo))
+    dirs = [(d, os.path.normpath(os.path.join(bdir, d))) for d in incs]
+    src = "../" + os.path.dirname(rel)
+    h.update(_listing(dirs + [(src, os.path.normpath(os.path.join(bdir, src)))], memo))
     return h.hexdigest()
 
 

@@ -566,6 +566,12 @@ def test_scan_input_key_follows_the_dependency_list(tmp_path):
         return scan.input_key(bdir, "mm/a.c", list(argv), {})
     k0 = key()
     assert key() == k0
+    # the same inputs in another build dir (another commit's): the same key
+    import shutil
+    other = tree / "kb-bbbbbbbbbbbb-gcc"
+    shutil.copytree(bdir, other)
+    assert scan.input_key(other, "mm/a.c", ["gcc", "-I./include", "-E"], {}) == \
+        scan.input_key(bdir, "mm/a.c", ["gcc", "-I./include", "-E"], {})
     (tree / "include/other.h").write_text("changed, but not a dependency\n")
     assert key() == k0
     assert key(("gcc", "-E", "-DX")) != k0
