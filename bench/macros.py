@@ -293,24 +293,22 @@ def _tree(p):
 
 
 
-def label(name, at, names_at):
-    """A macro's name, with where it is defined when the name has more than
-    one definition among those shown."""
-    return f"{name} ({at})" if len(names_at.get(name, ())) > 1 else name
-
-
 def changes(ma, mb, key, top=8):
     """[(label, a, b)] of the macros whose `key` bytes changed most between
-    two lists of macros. A macro is its name and its #define's place (two
-    definitions of one name are two macros); only the top of each side is
-    kept, so a macro missing from one side is None there (ranked as if at
-    that side's smallest kept figure)."""
-    a = {(m["name"], m.get("at")): m[key] for m in ma}
-    b = {(m["name"], m.get("at")): m[key] for m in mb}
+    two lists of macros (of two commits). A macro is matched by name; a
+    name with two definitions on one side (a #define, an #undef, another
+    #define) is matched by name and place, and labelled with its place.
+    Only the top of each side is kept, so a macro missing from one side is
+    None there (ranked as if at that side's smallest kept figure)."""
+    multi = {n for ms in (ma, mb) for n in
+             {m["name"] for m in ms if sum(x["name"] == m["name"] for x in ms) > 1}}
+
+    def keyed(ms):
+        return {(m["name"], m.get("at") if m["name"] in multi else None): m[key]
+                for m in ms}
+    a, b = keyed(ma), keyed(mb)
     floor_a, floor_b = min(a.values(), default=0), min(b.values(), default=0)
-    delta = lambda n: b.get(n, floor_b) - a.get(n, floor_a)  # noqa: E731
-    names_at = {}
-    for n, at in set(a) | set(b):
-        names_at.setdefault(n, set()).add(at)
-    return [(label(n, at, names_at), a.get((n, at)), b.get((n, at))) for n, at in
+    delta = lambda k: b.get(k, floor_b) - a.get(k, floor_a)  # noqa: E731
+    label = lambda k: f"{k[0]} ({k[1]})" if k[1] else k[0]  # noqa: E731
+    return [(label(k), a.get(k), b.get(k)) for k in
             sorted(set(a) | set(b), key=lambda k: (-abs(delta(k)), k[0], k[1] or ""))[:top]]

@@ -237,6 +237,14 @@ def test_changes_tell_two_definitions_of_a_name_apart():
     assert out["notrace (linux/compiler_types.h:156)"] == (1_247, None)
 
 
+def test_changes_follow_a_macro_whose_definition_moved():
+    """An edited header moves a #define; across two commits it is the
+    same macro."""
+    a = [{"name": "min3", "at": "linux/minmax.h:116", "inclusive_bytes": 47_886_644}]
+    b = [{"name": "min3", "at": "linux/minmax.h:119", "inclusive_bytes": 42_503}]
+    assert macros.changes(a, b, "inclusive_bytes") == [("min3", 47_886_644, 42_503)]
+
+
 def test_counterfactual_uses_the_definition_the_line_used(tmp_path):
     """W is defined in a.h, then #undef'd and defined again in b.h; the
     line uses b.h's: that one is made opaque, and it removes bytes."""
