@@ -5,14 +5,12 @@ measure_point()."""
 import hashlib
 import json
 import shlex
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 from kbuild import build, series
 from kbuild.util import (REPO, KexpandError, atomic_write, atomic_write_json,
-                         kill_group, log, read_json, spawn)
+                         log, pipe, read_json)
 
 from . import macros, results, timing
 
@@ -87,31 +85,13 @@ def analyze(cmd, cwd, top=TOP_LINES):
         raise KexpandError(f"{ANALYZER} missing: run 'make -C {REPO} "
                            "bench/kx-analyze'", "infra")
     t0 = time.monotonic()
-    # warnings to a file: a pipe read only at the end fills at 64 kB
-    with tempfile.TemporaryFile() as errf:
-        pre = spawn(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=errf)
-        try:
-            ana = spawn([str(ANALYZER), "-n", str(top)], stdin=pre.stdout,
-                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        except BaseException:
-            kill_group(pre)
-            raise
-        pre.stdout.close()
-        try:
-            out, aerr = ana.communicate()
-            pre.wait()
-        except BaseException:
-            kill_group(pre)
-            kill_group(ana)
-            raise
-        errf.seek(0)
-        perr = errf.read()
+    out, aerr, prc, perr, arc = pipe(cmd, [str(ANALYZER), "-n", str(top)], cwd)
     secs = time.monotonic() - t0
-    if pre.returncode != 0:
+    if prc != 0:
         tail = "\n".join(perr.decode(errors="replace").splitlines()[-15:])
-        raise KexpandError(f"preprocessing failed (exit {pre.returncode}): "
+        raise KexpandError(f"preprocessing failed (exit {prc}): "
                            f"{shlex.join(cmd)}\n{tail}", "build")
-    if ana.returncode != 0:
+    if arc != 0:
         raise KexpandError(f"kx-analyze failed: {aerr.decode(errors='replace')}",
                            "infra")
     return json.loads(out), secs

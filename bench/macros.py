@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from kbuild import build
-from kbuild.util import KexpandError, kill_group, spawn
+from kbuild.util import KexpandError, kill_group, pipe, spawn
 
 HERE = Path(__file__).resolve().parent
 OWN_TOOL = HERE / "kx-macros"
@@ -48,30 +48,11 @@ def own_bytes(bdir, argv, hot_at):
     flags, src = build.strip_output(argv)
     cmd = flags + ["-E", "-fdebug-cpp", "-o", "-", src]
     tool = [str(OWN_TOOL), "-n", str(TOP)] + (["-l", hot_at] if hot_at else [])
-    # the compiler's warnings go to a file: a pipe read only at the end
-    # would fill (64 kB) and stop both processes
-    with tempfile.TemporaryFile() as errf:
-        pre = spawn(cmd, cwd=bdir, stdout=subprocess.PIPE, stderr=errf)
-        try:
-            ana = spawn(tool, cwd=bdir, stdin=pre.stdout, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE)
-        except BaseException:
-            kill_group(pre)
-            raise
-        pre.stdout.close()
-        try:
-            out, aerr = ana.communicate()
-            pre.wait()
-        except BaseException:
-            kill_group(pre)
-            kill_group(ana)
-            raise
-        errf.seek(0)
-        perr = errf.read()
-    if pre.returncode != 0:
-        raise _fail("gcc -E -fdebug-cpp", cmd, pre.returncode, perr)
-    if ana.returncode != 0:
-        raise _fail("kx-macros", tool, ana.returncode, aerr)
+    out, aerr, prc, perr, arc = pipe(cmd, tool, bdir)
+    if prc != 0:
+        raise _fail("gcc -E -fdebug-cpp", cmd, prc, perr)
+    if arc != 0:
+        raise _fail("kx-macros", tool, arc, aerr)
     return json.loads(out)
 
 

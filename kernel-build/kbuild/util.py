@@ -121,6 +121,31 @@ def spawn(cmd, env=None, **kw):
         raise missing_tool(str(cmd[0]))
 
 
+def pipe(cmd, tool, cwd):
+    """cmd's stdout into tool through a pipe (never a temporary file), both
+    in process groups of their own. Returns (tool's stdout, tool's stderr,
+    cmd's exit code, cmd's stderr, tool's exit code). cmd's stderr goes to
+    a file: a pipe read only at the end fills at 64 kB and stops both."""
+    with tempfile.TemporaryFile() as errf:
+        pre = spawn(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=errf)
+        try:
+            ana = spawn(tool, cwd=cwd, stdin=pre.stdout, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE)
+        except BaseException:
+            kill_group(pre)
+            raise
+        pre.stdout.close()
+        try:
+            out, aerr = ana.communicate()
+            pre.wait()
+        except BaseException:
+            kill_group(pre)
+            kill_group(ana)
+            raise
+        errf.seek(0)
+        return out, aerr, pre.returncode, errf.read(), ana.returncode
+
+
 def run(cmd, cwd=None, check=True, capture=True, env=None, what=None,
         klass="infra", timeout=None):
     """Run an argv list (never a shell string) in its own process group.
