@@ -185,29 +185,31 @@ def _time_file(req, bdir, f, cc, name, est, scratch, want):
 BUILT = ".kexpand-built"     # objects a measuring build made in this dir
 
 
+def _owner(bdir, chash):
+    """The list's first line: the dir (so a seeded copy, another commit's
+    dir, does not take its source's list) and the config it was made with."""
+    return f"for={Path(bdir).name}:{chash}"
+
+
 def built(bdir, chash, files):
     """Every file's object was built in bdir, at its commit, with this
     config: measuring them again (a new kind, a new analyzer) needs no
-    build. A seeded copy starts without the list (its objects may be the
-    other commit's until make has run here)."""
+    build."""
     stamp, done = bdir / ".kexpand-config", bdir / BUILT
     if not (stamp.exists() and done.exists()) or stamp.read_text().strip() != chash:
         return False
     have = set(done.read_text().split())
-    if f"config={chash}" not in have:        # made under another config
-        return False
-    return all(build.obj_of(f) in have and build.cmd_file(bdir, f).exists()
-               for f in files)
+    return _owner(bdir, chash) in have and all(
+        build.obj_of(f) in have and build.cmd_file(bdir, f).exists() for f in files)
 
 
 def note_built(bdir, b, targets):
-    """Add the objects just built to the list; a list of another config
-    (configure() rewrote the dir's config) starts again."""
-    done = bdir / BUILT
-    chash = (bdir / ".kexpand-config").read_text().strip()
+    """Add the objects just built to the list; a list of another dir or
+    config starts again."""
+    done, owner = bdir / BUILT, _owner(bdir, (bdir / ".kexpand-config").read_text().strip())
     have = set(done.read_text().split()) if done.exists() else set()
-    if f"config={chash}" not in have:
-        have = {f"config={chash}"}
+    if owner not in have:
+        have = {owner}
     have |= {t for t in targets if t not in b.failed}
     atomic_write(done, "".join(f"{t}\n" for t in sorted(have)))
 

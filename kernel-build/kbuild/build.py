@@ -132,7 +132,6 @@ def seed_build_dir(tree, bdir, compiler, want, full=False):
     run(["cp", "-a", "--reflink=auto", str(src), str(bdir)],
         what=f"copying build dir {src.name}")
     retarget(src, bdir)
-    (bdir / ".kexpand-built").unlink(missing_ok=True)   # bench/engine.py's list: src's
     (bdir / ".kexpand-seeded-from").write_text(src.name + "\n")
     log(f"{bdir.name}: starts from a copy of {src.name} (same config and compiler)")
     return src.name
