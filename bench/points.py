@@ -96,12 +96,12 @@ def pair_dir(req, kind, a, b):
 
 
 def measure_commits(req, case, tree, todo, files, package, timed=True,
-                    attribute=True):
+                    attribute=True, compilers=None):
     """Measure [(name, commit)] x compilers x files through the cache and
     write one record per (commit, compiler). Returns the worst exit code
     and the records written, by (commit, compiler)."""
     worst, written = 0, {}
-    for cc in req.compilers:
+    for cc in compilers or req.compilers:
         for name, commit in todo:
             req.progress.step(f"{name} / {cc}")
             rec = engine.measure_point(req, case, tree, name, commit, cc, files,

@@ -188,13 +188,8 @@ def measure_series_line(req, case, tree, todo, files, package):
     steps = [(n, c) for n, c, _, point in line if not point]
     if steps:
         req.progress.say(f"every commit between the points: {len(steps)} more (gcc)")
-        cc = req.compilers
-        req.compilers = ["gcc"]
-        try:
-            measure_commits(req, case, tree, steps, files, package, timed=False,
-                            attribute=not req.no_macros)
-        finally:
-            req.compilers = cc
+        measure_commits(req, case, tree, steps, files, package, timed=False,
+                        attribute=not req.no_macros, compilers=["gcc"])
     return [{"name": n, "commit": c, "subject": s, "point": point}
             for n, c, s, point in line]
 
