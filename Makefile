@@ -33,10 +33,10 @@ measure = rc=0; $(PY) bench/kexpand.py $(1) || rc=$$?; \
 TOOLS := bench/kx-analyze bench/kx-macros bench/kx-macrostack
 all: $(TOOLS)
 
-bench/kx-analyze: bench/kx-analyze.c
+bench/kx-analyze: bench/kx-analyze.c bench/kx-json.h
 	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ $<
 
-bench/kx-macros: bench/kx-macros.c bench/kx-srcmap.c bench/kx-srcmap.h
+bench/kx-macros: bench/kx-macros.c bench/kx-srcmap.c bench/kx-srcmap.h bench/kx-json.h
 	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ bench/kx-macros.c bench/kx-srcmap.c
 
 # clang's preprocessor API is C++ (Debian's libclang-14-dev, libclang-cpp14-dev)

@@ -25,6 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kx-json.h"
+
 #define CHUNK (1 << 20)
 #define MARK_MAX 8192
 #define NPAT 3
@@ -271,21 +273,6 @@ static int cmp_bytes(const void *a, const void *b)
 	if (x->file != y->file)
 		return x->file < y->file ? -1 : 1;
 	return x->line < y->line ? -1 : x->line > y->line;
-}
-
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
 }
 
 static void usage(void)

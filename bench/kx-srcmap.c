@@ -212,21 +212,6 @@ static int cmp_macro(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 /* the TOP macros by bytes in `by` (macros[].bytes when NULL) */
 void print_top(const uint64_t *by, size_t by_len, const uint64_t *cls, long top)
 {

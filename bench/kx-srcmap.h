@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kx-json.h"
+
 #define SRC_MAX (64L << 20)     /* larger "sources" are not read */
 
 enum { C_SOURCE, C_STRINGIFIED, C_PASTED, C_CMDLINE, C_MARKERS, C_UNREAD, NCLASS };
@@ -40,7 +42,6 @@ int is_ident(int c);
 struct srcfile *load(uint32_t fid);
 /* the index of a path in files[], added if new */
 uint32_t intern(const char *s, size_t n);
-void json_str(const char *s);
 /* "classes", "macro_bytes", "n_macros" and the TOP "macros" (by own bytes,
  * or by `by` when given) as JSON members */
 void print_top(const uint64_t *by, size_t by_len, const uint64_t *cls, long top);
