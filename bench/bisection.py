@@ -72,11 +72,11 @@ def cmd_bisect(req, case):
         first, log_text = git_bisect(req, case, tree, good, bad, thr, gb, bb)
         table = per_commit(req, case, tree, good, bad)
         linear_first = next((c for c, b, _ in table if b is not None and b > thr), None)
+        changed = None
         if not req.no_macros:
             req.progress.say(f"attributing {req.file} to macros at {first[:12]} "
                              "and its parent")
-        changed = None if req.no_macros else macro_changes(req, case, tree, first,
-                                                           req.file)
+            changed = macro_changes(req, case, tree, first, req.file)
         out = {"file": req.file,
                "good": {"ref": req.good, "commit": good, "bytes": gb},
                "bad": {"ref": req.bad, "commit": bad, "bytes": bb},

@@ -133,12 +133,8 @@ def with_overlay(flags, header, overlay):
     relative to the tree) at its path under the -I directory that finds it;
     None when no -I directory does (the main file, a -include'd header)."""
     target = os.path.normpath("../" + header)
-    dirs = []
-    for k, a in enumerate(flags):
-        d = a[2:] if a.startswith("-I") and len(a) > 2 else (
-            flags[k + 1] if a == "-I" and k + 1 < len(flags) else None)
-        if d and target.startswith(os.path.normpath(d) + "/"):
-            dirs.append(os.path.normpath(d))
+    dirs = [d for d in map(os.path.normpath, build.include_dirs(flags))
+            if target.startswith(d + "/")]
     if not dirs:
         return None
     # the longest: include/uapi/linux/x.h is <linux/x.h> through include/uapi

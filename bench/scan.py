@@ -130,9 +130,7 @@ def input_key(bdir, rel, argv, memo):
     h = hashlib.sha256(json.dumps([argv, len(str(bdir))]).encode())
     for d in UNLISTED + sorted(set(deps)):
         h.update(d.encode() + b"\0" + _digest(Path(bdir) / d, memo) + b"\0")
-    incs = [a[2:] if len(a) > 2 else argv[k + 1] for k, a in enumerate(argv)
-            if a.startswith("-I") and (len(a) > 2 or k + 1 < len(argv))]
-    dirs = [(d, os.path.normpath(os.path.join(bdir, d))) for d in incs]
+    dirs = [(d, os.path.normpath(os.path.join(bdir, d))) for d in build.include_dirs(argv)]
     src = "../" + os.path.dirname(rel)
     h.update(_listing(dirs + [(src, os.path.normpath(os.path.join(bdir, src)))], memo))
     return h.hexdigest()

@@ -360,6 +360,13 @@ def compile_command(bdir, src):
     return argv
 
 
+def include_dirs(argv):
+    """The -I directories of a compile command, as written (`-Idir` or
+    `-I dir`), in order."""
+    return [a[2:] if len(a) > 2 else argv[k + 1] for k, a in enumerate(argv)
+            if a.startswith("-I") and (len(a) > 2 or k + 1 < len(argv))]
+
+
 def strip_output(argv):
     """argv without the dependency-file option, -c/-E/-S and -o X;
     returns (flags, source)."""
