@@ -8,7 +8,8 @@ CC_HOST ?= gcc
 PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev libc6-dev \
               qemu-system-x86 \
               xz-utils git python3 python3-matplotlib python3-markdown clang lld llvm \
-              hyperfine time g++ llvm-14-dev libclang-cpp14-dev libclang-14-dev
+              hyperfine time g++ llvm-14-dev libclang-cpp14-dev libclang-14-dev \
+              qemu-user python3-scipy
 PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 
 .PHONY: all bench bench-analyzer boot scan prepare plots compare bisect test unit-test clean deps-bench deps-test
@@ -20,7 +21,7 @@ PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 # and a CC in the environment are ignored).
 # Their text reaches the programs as typed: make does not expand a '$' in
 # them ($(shell ...) in A= runs nothing) and the shell never sees them.
-KX_VARS := A B FILE FILES GOOD BAD KERNEL POINTS CASE RUNS JOBS BOOT_TIMEOUT \
+KX_VARS := A B FILE FILES GOOD BAD KERNEL POINTS CASE RUNS JOBS BOOT_TIMEOUT ICOUNT_CAP \
            THRESHOLD NO_TIME NO_BOOT NO_MACROS WRITE_FOCUS CONFIG KCONFIG KEXPAND_WORK KEXPAND_RESULTS
 $(foreach v,$(KX_VARS),$(if $(filter command line,$(origin $(v))),$(eval override $(v) := $$(value $(v)))$(eval export $(v))))
 export KX_CC := $(if $(filter command line,$(origin CC)),$(value CC))
@@ -30,7 +31,7 @@ export KX_CC := $(if $(filter command line,$(origin CC)),$(value CC))
 measure = rc=0; $(PY) bench/kexpand.py $(1) || rc=$$?; \
 	case $$rc in 0|3|4) $(PY) compare.py $(2) || exit $$?;; esac; exit $$rc
 
-TOOLS := bench/kx-analyze bench/kx-macros bench/kx-macrostack
+TOOLS := bench/kx-analyze bench/kx-macros bench/kx-macrostack bench/kx-icount.so
 all: $(TOOLS)
 
 bench/kx-analyze: bench/kx-analyze.c bench/kx-json.h
@@ -38,6 +39,10 @@ bench/kx-analyze: bench/kx-analyze.c bench/kx-json.h
 
 bench/kx-macros: bench/kx-macros.c bench/kx-srcmap.c bench/kx-srcmap.h bench/kx-json.h
 	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ bench/kx-macros.c bench/kx-srcmap.c
+
+# a QEMU TCG plugin (user mode): instruction counts where perf has no PMU
+bench/kx-icount.so: bench/kx-icount.c
+	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -fPIC -shared -o $@ $<
 
 # clang's preprocessor API is C++ (Debian's libclang-14-dev, libclang-cpp14-dev)
 LLVM_DIR := /usr/lib/llvm-14

@@ -16,6 +16,7 @@ c-time-CC.*. Scan output (results/scan/A..B/): ranking.md, growth.*.
 Imports: bench.results (the results/ contract), bench.stats, plots/."""
 import argparse
 import csv
+import json
 import os
 import sys
 from pathlib import Path
@@ -33,8 +34,14 @@ from plots.tables import ok                            # noqa: E402
 COMPARE_COLUMNS = ["file", "compiler", "bytes_a", "bytes_b", "bytes_ratio",
                    "c_time_a_s", "c_time_b_s", "c_time_ratio", "significant",
                    "c_time_p_value", "noise_rel", "peak_rss_a_kb",
-                   "peak_rss_b_kb", "longest_line_a", "longest_line_b"]
+                   "peak_rss_b_kb", "longest_line_a", "longest_line_b",
+                   "c_instructions_a", "c_instructions_b", "c_instructions_ratio",
+                   "decided_by", "threshold", "c_cpu_a_s", "c_cpu_b_s",
+                   "c_cpu_time_ratio", "e_instructions_ratio", "e_cpu_time_ratio",
+                   "e_time_ratio", "e_significant", "e_decided_by"]
 
+
+NOISE_FILE = "noise.json"     # what the bench's A/A check measured
 
 SERIES_METRICS = [
     # stem, title, y label, getter(entry) -> (value, err), formatter name, log
@@ -83,7 +90,11 @@ def plot_all(index, records, outdir):
 
 # --- A versus B ---------------------------------------------------------------
 
-def pair_rows(pair, records):
+def pair_rows(pair, records, noise=None):
+    """One row per (file, compiler): bytes from the records, compile cost
+    from the pair's own interleaved runs (pair.json "timings", `make
+    compare`) or else from the records (the bench's A/A pair, timed with
+    all points), judged by bench.stats.verdict with `noise` (A/A)."""
     by = {(r["commit"], r["compiler"]): r for r in records}
     rows = []
     for cc in pair["compilers"]:
@@ -103,20 +114,44 @@ def pair_rows(pair, records):
                    "longest_line_a": ea["longest_line_bytes"],
                    "longest_line_b": eb["longest_line_bytes"],
                    "hot_a": ea.get("hot_lines", []), "hot_b": eb.get("hot_lines", [])}
-            ta, tb = ea.get("time_c"), eb.get("time_c")
-            if ta and tb:
-                sa, sb = ta["hyperfine"]["times"], tb["hyperfine"]["times"]
-                sig = stats.significant(sa, sb)
-                row.update({"c_time_a_s": ta["median_s"], "c_time_b_s": tb["median_s"],
-                            "c_sd_a": ta["stddev_s"], "c_sd_b": tb["stddev_s"],
-                            "c_time_ratio": round(tb["median_s"] / ta["median_s"], 4),
-                            "significant": sig["significant"],
-                            "c_time_p_value": sig["p_value"],
-                            "noise_rel": sig["noise_rel"],
-                            "peak_rss_a_kb": ta.get("peak_rss_kb"),
-                            "peak_rss_b_kb": tb.get("peak_rss_kb")})
+            own = ((pair.get("timings") or {}).get(cc) or {}).get(f)
+            if own:
+                ea, eb = own["a"], own["b"]
+            row.update(cost_columns(ea, eb, noise))
             rows.append(row)
     return rows
+
+
+def cost_columns(ea, eb, noise):
+    """The compile-cost columns of a row: -c (the verdict) and -E."""
+    row = {}
+    ta, tb = ea.get("time_c"), eb.get("time_c")
+    if ta and tb:
+        v = stats.verdict(ta, tb, noise)
+        row.update({"c_time_a_s": ta["median_s"], "c_time_b_s": tb["median_s"],
+                    "c_sd_a": ta["stddev_s"], "c_sd_b": tb["stddev_s"],
+                    "c_time_ratio": round(tb["median_s"] / ta["median_s"], 4),
+                    "significant": v["significant"], "decided_by": v["decided_by"],
+                    "threshold": v["threshold"], "threshold_from": v["threshold_from"],
+                    "c_time_p_value": v.get("wall_time_p"),
+                    "noise_rel": v.get("wall_time_spread", 0.0),
+                    "c_instructions_a": v["instructions_a"],
+                    "c_instructions_b": v["instructions_b"],
+                    "c_instructions_ratio": v["instructions_ratio"],
+                    "c_cpu_a_s": ta.get("cpu_median_s"), "c_cpu_b_s": tb.get("cpu_median_s"),
+                    "c_cpu_time_ratio": v.get("cpu_time_ratio"),
+                    "c_wall_time_ratio": v.get("wall_time_ratio"),
+                    "peak_rss_a_kb": ta.get("peak_rss_kb"),
+                    "peak_rss_b_kb": tb.get("peak_rss_kb")})
+    ta, tb = ea.get("time_E"), eb.get("time_E")
+    if ta and tb:
+        v = stats.verdict(ta, tb, noise)
+        row.update({"e_instructions_ratio": v["instructions_ratio"],
+                    "e_cpu_time_ratio": v.get("cpu_time_ratio"),
+                    "e_wall_time_ratio": v.get("wall_time_ratio"),
+                    "e_time_ratio": round(tb["median_s"] / ta["median_s"], 4),
+                    "e_significant": v["significant"], "e_decided_by": v["decided_by"]})
+    return row
 
 
 def write_pair_report(results, outdir, records=None):
@@ -127,13 +162,31 @@ def write_pair_report(results, outdir, records=None):
                            "'make compare A=... B=...'")
     if records is None:
         records = bench.results.load_records(results)
-    rows = pair_rows(pair, records)
+    # the bench's A/A pair is judged on the floors and measures the noise
+    # every other pair's thresholds come from (results/noise.json)
+    noise = None if pair.get("aa_check") else read_json(results / NOISE_FILE)
+    rows = pair_rows(pair, records, noise if isinstance(noise, dict) else None)
+    aa = ""
+    if pair.get("aa_check"):
+        ok_rows = [r for r in rows if r["status"] == "ok"]
+        n = dict(stats.aa_noise(ok_rows), pair=outdir.name, rows=len(ok_rows),
+                 flagged=sum(bool(r.get("significant") or r.get("e_significant"))
+                             for r in ok_rows))
+        atomic_write(results / NOISE_FILE, json.dumps(n, indent=1) + "\n")
+        pct = lambda x: "not measured" if x is None else f"{x:.3%}"   # noqa: E731
+        aa = ("\n## The built-in A/A check\n\nB expands byte for byte like A, so "
+              "every difference below is noise. Largest |B/A - 1| over the "
+              f"{n['rows']} (file, compiler) rows, -E and -c: instructions "
+              f"{pct(n['instructions'])}, CPU time {pct(n['cpu_time'])}, wall time "
+              f"{pct(n['wall_time'])}. Flagged as significant (-c or -E): "
+              f"{n['flagged']} of {n['rows']}. Every other compare takes its "
+              "thresholds from these figures (`results/noise.json`).\n")
     atomic_write(outdir / "compare.csv", tables.csv_text(
         COMPARE_COLUMNS, [r for r in rows if r["status"] == "ok"]))
     changes = read_json(outdir / "lines.json") if (outdir / "lines.json").exists() else None
     atomic_write(outdir / "report.md", tables.pair_markdown(
         pair, rows, changes if isinstance(changes, dict) else None)
-        + macros.pair_markdown(pair, records))
+        + aa + macros.pair_markdown(pair, records))
     for cc in pair["compilers"]:
         cr = [r for r in rows if r["compiler"] == cc and r["status"] == "ok"]
         if not cr:
@@ -271,7 +324,9 @@ def write_series(results, case):
     write_boot_report(results, index)
     write_conformance(results, index)
     # every compare pair, the bench's A/A check among them, from these records
-    for pair in sorted((results / "compare").glob("*/pair.json")):
+    pairs = sorted((results / "compare").glob("*/pair.json"),
+                   key=lambda p: (not (read_json(p) or {}).get("aa_check"), str(p)))
+    for pair in pairs:
         write_pair_report(results, pair.parent, everything)
     scan_totals_plot(results, index, outdir)
     log(f"wrote {results / 'expansion.md'} and {len(written)} plot files in {outdir}")

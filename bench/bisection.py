@@ -18,8 +18,7 @@ from .points import (check_file_names, check_files_exist, file_slug, make_comman
 
 def measure_one(req, case, tree, name, commit, file):
     """The gcc expansion entry of one file at one commit (cached)."""
-    rec = engine.measure_point(req, case, tree, name, commit, "gcc", [file],
-                               timed=False)
+    rec = engine.measure_point(req, case, tree, name, commit, "gcc", [file])
     return rec["files"][file]
 
 
@@ -30,7 +29,7 @@ def macro_changes(req, case, tree, first, file):
     e = {}
     for c in (parent, first):
         rec = engine.measure_point(req, case, tree, c[:12], c, "gcc", [file],
-                                   timed=False, attribute=True)
+                                   attribute=True)
         e[c] = (rec["files"][file].get("macros") or {})
     if any(m.get("status") not in ("ok", "mismatch") for m in e.values()):
         return None

@@ -12,13 +12,11 @@ from kbuild import build, series
 from kbuild.util import (REPO, KexpandError, atomic_write, atomic_write_json,
                          log, pipe, read_json)
 
-from . import macros, results, timing
+from . import cost, macros, results
 
 ANALYZER = Path(__file__).resolve().parent / "kx-analyze"
 ANALYZER_VERSION = "2"
 TOP_LINES = 5
-# time kinds as records name them -> as the cache spells them (stored keys)
-TIME_KINDS = {"time_E": "time-E", "time_c": "time-c"}
 
 
 class Cache:
@@ -36,9 +34,14 @@ class Cache:
     def expand_key(self, commit, cc, ccver, chash, f):
         return self._key(commit, cc, ccver, chash, f, "expand", ANALYZER_VERSION)
 
-    def time_key(self, commit, cc, ccver, chash, f, kind, runs):
-        return self._key(commit, cc, ccver, chash, f, TIME_KINDS[kind],
-                         f"runs={runs or 'auto'}")
+    def group_time_key(self, commits, cc, ccver, chash, f, runs):
+        """One file's interleaved runs at a group of commits (bench/cost.py)."""
+        return self._key(commits, cc, ccver, chash, f, "interleaved",
+                         cost.VERSION, f"runs={runs or 'auto'}")
+
+    def icount_key(self, commit, cc, ccver, chash, f, kind, source):
+        return self._key(commit, cc, ccver, chash, f, kind, "icount", source,
+                         cost.VERSION)
 
     def boot_key(self, commit, ccver, chash, inputs, qver, promises, timeout):
         return self._key(commit, "gcc", ccver, chash, "boot", inputs, qver,
@@ -163,25 +166,6 @@ def _build_objects(req, case, tree, bdir, name, cc, todo):
         return build.build(tree, bdir, cc, objs, req.jobs)
 
 
-def _time_file(req, bdir, f, cc, name, est, scratch, want):
-    """The time_E / time_c entries (hyperfine) of one file that `want` asks."""
-    out = {}
-    runs = timing.choose_runs(est, req.runs)
-    argv = build.compile_command(bdir, f)
-    cmds = {"time_E": build.preprocess_command(argv, "/dev/null"),
-            "time_c": build.object_command(
-                argv, str(scratch / f"{cc}-{Path(f).stem}.o"))}
-    for kind in want:
-        warm = timing.choose_warmup(est)
-        req.progress.say(f"  timing {kind[-1]} {f} ({name}, {cc}, "
-                         f"{warm} warmup + {runs} runs)")
-        with req.split.timed("timed runs"):
-            t = timing.hyperfine(cmds[kind], bdir, runs, warmup=warm)
-        t["command"] = f"cd {shlex.quote(bdir.name)} && {shlex.join(cmds[kind])}"
-        out[kind] = t
-    return out
-
-
 BUILT = ".kexpand-built"     # objects a measuring build made in this dir
 
 
@@ -221,28 +205,24 @@ def case_config(req, case):
                         strict=req.strict_config)
 
 
-def measure_point(req, case, tree, name, commit, cc, files, timed=True,
-                  attribute=False):
-    """Expansion, (if `timed`) times and (if `attribute`) the macros of each
-    file at one (commit, compiler); builds only what is not in the cache.
-    Returns the record."""
+def measure_point(req, case, tree, name, commit, cc, files, attribute=False):
+    """Expansion and (if `attribute`) the macros of each file at one
+    (commit, compiler); builds only what is not in the cache. Returns the
+    record. Times and instruction counts are measured afterwards for the
+    whole group of commits (measure_cost)."""
     cache = Cache(req.work)
     bdir = build.build_dir(tree, commit, cc)
     ccver = build.compiler_version(cc)
     chash = case_config(req, case).hash()
-    kinds = ["expand"] + (list(TIME_KINDS) if timed else []) + \
-        (["macros"] if attribute else [])
+    kinds = ["expand"] + (["macros"] if attribute else [])
 
     def key(f, kind):
         if kind == "expand":
             return cache.expand_key(commit, cc, ccver, chash, f)
-        if kind == "macros":
-            return cache.macros_key(commit, cc, ccver, chash, f)
-        return cache.time_key(commit, cc, ccver, chash, f, kind, req.runs)
+        return cache.macros_key(commit, cc, ccver, chash, f)
 
     # a cached value of the wrong shape is measured again, never copied on
-    valid = {"expand": results.entry_ok, "time_E": results.timing_ok,
-             "time_c": results.timing_ok, "macros": results.macros_ok}
+    valid = {"expand": results.entry_ok, "macros": results.macros_ok}
     got = {}
     for f in files:
         for k in kinds:
@@ -261,8 +241,6 @@ def measure_point(req, case, tree, name, commit, cc, files, timed=True,
             build_info = {"ok": b.ok, "seconds": round(b.seconds, 1),
                           "targets": [build.obj_of(f) for f in todo], "failed": b.failed}
             note_built(bdir, b, build_info["targets"])
-        scratch = Path(tree).parent / "scratch"
-        scratch.mkdir(parents=True, exist_ok=True)
         for f in todo:
             if build.obj_of(f) in b.failed:
                 failed[f] = {"status": "build-failure", "log_tail": b.log_tail}
@@ -280,13 +258,6 @@ def measure_point(req, case, tree, name, commit, cc, files, timed=True,
                     got[(f, "macros")] = m
                     if m["status"] != "error":      # tool failures are retried
                         cache.put(key(f, "macros"), m)
-                want = [k for k in TIME_KINDS if k in kinds and got[(f, k)] is None]
-                if want:
-                    est = got[(f, "expand")]["analyze_seconds"]
-                    for kind, t in _time_file(req, bdir, f, cc, name, est,
-                                              scratch, want).items():
-                        got[(f, kind)] = t
-                        cache.put(key(f, kind), t)
             except KexpandError as e:
                 if e.klass == "infra":
                     raise
@@ -300,3 +271,20 @@ def measure_point(req, case, tree, name, commit, cc, files, timed=True,
     rec.update({"arch": build.ARCH, "build_dir": bdir.name,
                 "build": build_info, "files": entries})
     return rec
+
+
+def measure_cost(req, case, tree, sides, cc, recs):
+    """Times (interleaved across the sides) and instruction counts of the
+    files measured ok at every side; added to the records `recs` (one per
+    side, in order) as time_E / time_c. sides: [(name, commit)]."""
+    cache = Cache(req.work)
+    ccver = build.compiler_version(cc)
+    chash = case_config(req, case).hash()
+    files = [f for f in recs[0]["files"]
+             if all(r["files"][f].get("status") == "ok" for r in recs)]
+    est = {f: max(r["files"][f]["analyze_seconds"] for r in recs) for f in files}
+    timed = cost.time_group(req, cache, tree, sides, cc, ccver, chash, files, est)
+    cost.count_group(req, cache, tree, sides, cc, ccver, chash, timed)
+    for (i, f), entry in timed.items():
+        recs[i]["files"][f] = dict(recs[i]["files"][f], **entry)
+    return recs

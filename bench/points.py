@@ -98,21 +98,32 @@ def pair_dir(req, kind, a, b):
 def measure_commits(req, case, tree, todo, files, package, timed=True,
                     attribute=True, compilers=None):
     """Measure [(name, commit)] x compilers x files through the cache and
-    write one record per (commit, compiler). Returns the worst exit code
-    and the records written, by (commit, compiler)."""
-    worst, written = 0, {}
+    write one record per (commit, compiler); then (if `timed`) time all
+    commits of `todo` together, interleaved, count instructions, and write
+    the records again. Returns the worst exit code, the records written by
+    (commit, compiler), and the records by compiler in the order of
+    `todo` (an A/A compare has the same commit twice)."""
+    worst, written, by_side = 0, {}, {}
     for cc in compilers or req.compilers:
+        recs = []
         for name, commit in todo:
             req.progress.step(f"{name} / {cc}")
             rec = engine.measure_point(req, case, tree, name, commit, cc, files,
-                                       timed=timed, attribute=attribute)
+                                       attribute=attribute)
             rec["package"] = package
             if any(e["status"] != "ok" for e in rec["files"].values()):
                 worst = max(worst, 3)
+            # written before the timed runs: nothing measured is lost if they fail
+            results.write_record(req.results, results.merge_record(req.results, rec))
+            recs.append(rec)
+        if timed:
+            engine.measure_cost(req, case, tree, todo, cc, recs)
+        by_side[cc] = recs
+        for rec in recs:
             rec = results.merge_record(req.results, rec)
             results.write_record(req.results, rec)
-            written[(commit, cc)] = rec
-    return worst, written
+            written[(rec["commit"], cc)] = rec
+    return worst, written, by_side
 
 
 def write_series_index(req, case, commits, package, files, line=()):

@@ -26,7 +26,9 @@ SUMMARY_COLUMNS = ["point", "commit", "compiler", "file", "status",
                    "expanded_bytes", "lines", "longest_line_bytes",
                    "code_bytes", "hot_line", "hot_line_bytes",
                    "e_time_median_s", "e_time_stddev_s", "c_time_median_s",
-                   "c_time_stddev_s", "peak_rss_kb", "e_runs", "c_runs"]
+                   "c_time_stddev_s", "peak_rss_kb", "e_runs", "c_runs",
+                   "e_instructions", "c_instructions", "e_cpu_median_s",
+                   "c_cpu_median_s", "instructions_source"]
 
 
 def cpu_model():
@@ -55,7 +57,7 @@ TIMING_FIELDS = {"median_s": float, "stddev_s": float, "runs": int}
 def timing_ok(t):
     return isinstance(t, dict) and all(
         isinstance(t.get(k), (int, float)) for k in TIMING_FIELDS) and \
-        isinstance((t.get("hyperfine") or {}).get("times"), list)
+        isinstance((t.get("samples") or t.get("hyperfine") or {}).get("times"), list)
 
 
 def macros_ok(m):
@@ -178,8 +180,18 @@ def summary_rows(series, records):
                     "c_time_stddev_s": tc.get("stddev_s", ""),
                     "peak_rss_kb": tc.get("peak_rss_kb", ""),
                     "e_runs": te.get("runs", ""), "c_runs": tc.get("runs", ""),
+                    "e_instructions": none_empty(te.get("instructions")),
+                    "c_instructions": none_empty(tc.get("instructions")),
+                    "e_cpu_median_s": te.get("cpu_median_s", ""),
+                    "c_cpu_median_s": tc.get("cpu_median_s", ""),
+                    "instructions_source": tc.get("instructions_source")
+                    or te.get("instructions_source") or "",
                 })
     return rows
+
+
+def none_empty(v):
+    return "" if v is None else v
 
 
 def write_summary(results, series, records):

@@ -151,7 +151,7 @@ def write_control_pairs(req, case, commits, files, package):
                   "expands byte for byte like its parent (an A/A check)"},
             "tree": str(req.work / "tree"), "package": package, "files": files,
             "compilers": req.compilers, "config": engine.case_config(req, case).describe(),
-            "command": shlex.join(sys.argv),
+            "command": shlex.join(sys.argv), "aa_check": True,
             "make_command": f"make compare A={p.parent} B={p.name}"})
 
 
@@ -294,9 +294,9 @@ def cmd_compare(req, case):
         ca, cb = trees.resolve(repo, req.a), trees.resolve(repo, req.b)
         for c in (ca, cb):
             check_files_exist(tree, files, focus, commit=c)
-        worst, recs = measure_commits(req, case, tree, [(req.a, ca), (req.b, cb)],
-                                      files, package, timed=not req.no_time,
-                                      attribute=not req.no_macros)
+        worst, recs, by_side = measure_commits(
+            req, case, tree, [(req.a, ca), (req.b, cb)], files, package,
+            timed=not req.no_time, attribute=not req.no_macros)
         out = pair_dir(req, "compare", req.a, req.b)
         write_changed_lines(req, case, tree, recs, ca, cb, files, out)
         atomic_write_json(out / "pair.json", {
@@ -304,9 +304,24 @@ def cmd_compare(req, case):
             "b": {"ref": req.b, "commit": cb, "subject": trees.subject(repo, cb)},
             "tree": str(repo), "package": package, "files": files,
             "compilers": req.compilers, "config": engine.case_config(req, case).describe(),
-            "command": shlex.join(sys.argv), "make_command": make_command(req)})
+            "command": shlex.join(sys.argv), "make_command": make_command(req),
+            "timings": pair_timings(by_side, files)})
     print(out)
     return worst
+
+
+def pair_timings(by_side, files):
+    """The compile cost of A and B as measured together (interleaved) for
+    this compare: {compiler: {file: {"a": {time_E, time_c}, "b": ...}}}.
+    Kept in pair.json, because with A=B both sides are one commit (one
+    record) and still two sets of runs."""
+    out = {}
+    for cc, (ra, rb) in by_side.items():
+        out[cc] = {f: {side: {k: r["files"][f][k] for k in ("time_E", "time_c")}
+                       for side, r in (("a", ra), ("b", rb))}
+                   for f in files
+                   if all(r["files"].get(f, {}).get("time_c") for r in (ra, rb))}
+    return out
 
 
 def write_changed_lines(req, case, tree, recs, ca, cb, files, out):

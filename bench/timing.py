@@ -1,17 +1,22 @@
-"""Wall-time measurements with hyperfine, peak RSS with GNU time.
+"""Wall and CPU time of compile commands.
 
-Every timed run (warmup included) runs under `/usr/bin/time -a -o RSSFILE
+Series points and compare pairs are timed by interleaved(): the commands
+being compared alternate run by run, so that load drift on a shared
+machine lands on every side; each run's wall time, user + system CPU time
+and peak RSS come from wait4(2). hyperfine() remains for single commands
+(make bench-analyzer). Under hyperfine every timed run (warmup included) runs under `/usr/bin/time -a -o RSSFILE
 -f %M`, so the peak RSS comes from the same runs as the times. hyperfine's
 exported result (raw samples, user and system time) is kept whole."""
 import json
 import os
 import shlex
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from kbuild.util import KexpandError, run
+from kbuild.util import KexpandError, kill_group, log, run, spawn
 
 GNU_TIME = "/usr/bin/time"
 OUTLIER_Z = 14.0      # hyperfine's threshold on the modified Z-score
@@ -88,3 +93,99 @@ def hyperfine(argv, cwd, runs, warmup=1, timeout=None):
             "wall_s": round(time.monotonic() - t0, 3),
             "hyperfine": hf,
         }
+
+
+# --- interleaved runs ---------------------------------------------------------
+
+def run_once(argv, cwd, timeout=None):
+    """One run of argv: wall seconds, and from wait4(2) the user and system
+    CPU seconds and peak RSS of the command and the children it waited for
+    (cc1 and as under gcc), as GNU time reports them."""
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = spawn(argv, cwd=cwd, stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            _, status, ru = os.wait4(proc.pid, 0)
+        except BaseException:
+            kill_group(proc)
+            raise
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            tail = "\n".join(err.read().decode(errors="replace").splitlines()[-10:])
+            raise KexpandError(f"timed command failed (exit {proc.returncode}): "
+                               f"{shlex.join(argv)}\n{tail}", "build")
+    if timeout and wall > timeout:
+        log(f"warning: a timed run took {wall:.0f} s (over {timeout} s)")
+    return {"wall": wall, "user": ru.ru_utime, "system": ru.ru_stime,
+            "rss_kb": ru.ru_maxrss}
+
+
+def summarize(samples, warmup, order):
+    """The record of one command's timed runs (same fields as before the
+    runs were interleaved: median_s, stddev_s, ... of wall time), plus CPU
+    time (user + system) per run and its median."""
+    times = [s["wall"] for s in samples]
+    cpu = [s["user"] + s["system"] for s in samples]
+    r6 = lambda x: round(x, 6)       # noqa: E731
+    return {
+        "median_s": r6(statistics.median(times)), "mean_s": r6(statistics.fmean(times)),
+        "stddev_s": r6(statistics.stdev(times) if len(times) > 1 else 0.0),
+        "min_s": r6(min(times)), "max_s": r6(max(times)),
+        "user_s": r6(statistics.fmean(s["user"] for s in samples)),
+        "system_s": r6(statistics.fmean(s["system"] for s in samples)),
+        "cpu_median_s": r6(statistics.median(cpu)),
+        "cpu_stddev_s": r6(statistics.stdev(cpu) if len(cpu) > 1 else 0.0),
+        "runs": len(times), "warmup": warmup,
+        "peak_rss_kb": max(s["rss_kb"] for s in samples),
+        "noise": noise(times), "interleaved": order,
+        "samples": {"times": [r6(t) for t in times], "cpu": [r6(c) for c in cpu],
+                    "user": [r6(s["user"]) for s in samples],
+                    "system": [r6(s["system"]) for s in samples],
+                    "rss_kb": [s["rss_kb"] for s in samples]},
+    }
+
+
+def round_order(sides, r):
+    """The order of the sides in round r: rotated each round, so every side
+    takes every place equally often (AB BA AB ... for two)."""
+    k = r % len(sides)
+    return sides[k:] + sides[:k]
+
+
+def interleaved(sides, jobs, prepare, say=lambda s: None):
+    """Run every job once per side per round, the sides alternating
+    (round_order), until each job has its warmups and runs.
+
+    sides: labels; jobs: {key: (runs, warmup, command(side) -> (argv, cwd))};
+    prepare(side) is called before a side's turn (a checkout). Returns
+    ({(side, key): summary}, {(side, key): error text})."""
+    rounds = max((w + n for n, w, _ in jobs.values()), default=0)
+    got, failed, orders = {}, {}, []
+    for r in range(rounds):
+        order = round_order(list(sides), r)
+        orders.append(order)
+        for side in order:
+            live = [k for k, (n, w, _) in jobs.items()
+                    if r < w + n and (side, k) not in failed]
+            if not live:
+                continue
+            prepare(side)
+            say(f"  round {r + 1}/{rounds}: {side} ({len(live)} commands)")
+            for k in live:
+                n, w, command = jobs[k]
+                argv, cwd = command(side)
+                try:
+                    s = run_once(argv, cwd)
+                except KexpandError as e:
+                    failed[(side, k)] = str(e)
+                    continue
+                if r >= w:
+                    got.setdefault((side, k), []).append(s)
+    out = {}
+    for (side, k), samples in got.items():
+        if (side, k) not in failed:
+            out[(side, k)] = summarize(samples, jobs[k][1], orders)
+    return out, failed

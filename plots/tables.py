@@ -113,6 +113,11 @@ def changed_lines_markdown(changes):
     return out + [""]
 
 
+def ratio(x, digits=3):
+    """A B/A ratio for a table; '-' where not measured."""
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
 def pair_markdown(pair, rows, changes=None):
     a, b = pair["a"], pair["b"]
     out = [f"# {a['ref']} .. {b['ref']}", "",
@@ -123,36 +128,42 @@ def pair_markdown(pair, rows, changes=None):
            f"- reproduce: `{pair.get('make_command') or pair['command']}`"
            + (f" (internally: `{pair['command']}`)" if pair.get("make_command") else ""),
            "",
-           "Bytes: exact size of the `-E` output. Compile time: hyperfine "
-           "median ± stddev of the file's exact `-c` command; *significant* "
-           "means Welch's t-test on the raw samples gives p < 0.05 and the "
-           "medians differ by more than the measured noise (the larger "
-           "relative standard deviation of A and B). A and B are timed at "
-           "different moments: on a shared machine a change of load between "
-           "them is not in the within-run noise, so treat a *significant* "
-           "time change with unchanged bytes with suspicion.", ""]
+           "Bytes: exact size of the `-E` output. Compile cost of the file's "
+           "exact `-c` command: instructions (counted, deterministic), CPU "
+           "time (user + system) and wall time (median ± stddev), A's and "
+           "B's runs interleaved. *significant* is decided by instructions "
+           "where both sides were counted, by CPU time otherwise (*by*); "
+           "the threshold (*thr*) is the larger of a floor and 3x the noise "
+           "the built-in A/A check measured (README, \"Is it significant?\"). "
+           "Ratios are B/A.", ""]
     for cc in pair["compilers"]:
         cr = [r for r in rows if r["compiler"] == cc]
         if not cr:
             continue
         out += [f"## {cc}", "",
-                "| file | bytes A | bytes B | B/A | -c A, s | -c B, s | B/A | significant (p, noise) | RSS A kB | RSS B kB |",
-                "|---|---:|---:|---|---:|---:|---:|---|---:|---:|"]
+                "| file | bytes A | bytes B | B/A | instructions B/A | CPU B/A | "
+                "-c A, s | -c B, s | wall B/A | significant (by, thr) | -E: instr., CPU, wall B/A, significant | RSS A kB | RSS B kB |",
+                "|---|---:|---:|---|---:|---:|---:|---:|---:|---|---|---:|---:|"]
         for r in cr:
             if r["status"] != "ok":
-                out.append(f"| {r['file']} | {r['status']} |||||||||")
+                out.append(f"| {r['file']} | {r['status']} ||||||||||||")
                 continue
             t = "c_time_a_s" in r
             out.append(
                 f"| {r['file']} | {r['bytes_a']:,} | {r['bytes_b']:,} | "
                 f"{direction(r['bytes_ratio'])} | "
-                + (f"{r['c_time_a_s']:.3f} ± {r['c_sd_a']:.3f} | "
+                + (f"{ratio(r.get('c_instructions_ratio'), 6)} | "
+                   f"{ratio(r.get('c_cpu_time_ratio'))} | "
+                   f"{r['c_time_a_s']:.3f} ± {r['c_sd_a']:.3f} | "
                    f"{r['c_time_b_s']:.3f} ± {r['c_sd_b']:.3f} | "
                    f"{r['c_time_ratio']:.3g} | "
-                   f"{'yes' if r['significant'] else 'no'} (p={r['c_time_p_value']}, "
-                   f"noise {r['noise_rel']:.1%}) | "
+                   f"{'**yes**' if r['significant'] else 'no'} "
+                   f"({r['decided_by'].replace('_', ' ')}, {r['threshold']:.2%}) | "
+                   f"{ratio(r.get('e_instructions_ratio'), 6)}, "
+                   f"{ratio(r.get('e_cpu_time_ratio'))}, {ratio(r.get('e_time_ratio'))}, "
+                   f"{'**yes**' if r.get('e_significant') else 'no'} | "
                    f"{fmt_bytes(r['peak_rss_a_kb'])} | {fmt_bytes(r['peak_rss_b_kb'])} |"
-                   if t else "- | - | - | not timed | - | - |"))
+                   if t else "- | - | - | - | - | not timed | - | - | - |"))
         out.append("")
         for r in cr:
             if r["status"] != "ok" or r["bytes_a"] == r["bytes_b"]:

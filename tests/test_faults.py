@@ -456,7 +456,15 @@ def test_compare_a_commit_with_itself_reports_no_change(fake):
     assert {r["file"] for r in rows} == {"arch/x86/xen/setup.c", "mm/compaction.c"}
     for r in rows:
         assert r["bytes_a"] == r["bytes_b"] and r["significant"] == "False"
-        assert float(r["c_time_ratio"]) == 1.0        # the same samples, cached
+        assert r["e_significant"] == "False"
+        # two sets of runs of one command, interleaved (A B, B A, ...)
+        assert r["decided_by"] == "instructions"
+        assert float(r["c_instructions_ratio"]) == 1.0
+    pair = json.load(open(out / "pair.json"))
+    t = pair["timings"]["gcc"]["mm/compaction.c"]
+    assert t["a"]["time_c"]["samples"]["times"] != t["b"]["time_c"]["samples"]["times"]
+    assert t["a"]["time_c"]["interleaved"][:2] == [["after (A)", "after (B)"],
+                                                  ["after (B)", "after (A)"]]
     assert "No source line's bytes changed." in (out / "report.md").read_text()
 
 

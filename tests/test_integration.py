@@ -98,8 +98,8 @@ def test_second_run_uses_cache(env):
 
 
 def test_timing_gcc_and_clang(env):
-    """hyperfine -E and -c times and peak RSS, with both compilers, on a
-    small file (the heavy ones would take minutes)."""
+    """-E and -c wall and CPU times, peak RSS and instruction counts, with
+    both compilers, on a small file (the heavy ones would take minutes)."""
     base, e = env
     kx(dict(e, RUNS="2"), "bench", "--points", "packaged",
        "--files", "mm/percpu.c", "--no-boot", "--no-macros")
@@ -111,9 +111,14 @@ def test_timing_gcc_and_clang(env):
         assert float(r["e_time_median_s"]) > 0 and float(r["c_time_median_s"]) > 0
         assert r["e_runs"] == r["c_runs"] == "2"
         assert int(r["peak_rss_kb"]) > 10_000
+        assert float(r["c_cpu_median_s"]) > 0 and float(r["e_cpu_median_s"]) > 0
+        # a kernel compile is billions of instructions; -c does all of -E's work
+        assert int(r["c_instructions"]) > int(r["e_instructions"]) > 10 ** 8
+        assert r["instructions_source"] in ("perf", "qemu-tcg")
     rec = json.load(open(next(p for p in (base / "results").glob("*/clang.json"))))
     t = rec["files"]["mm/percpu.c"]["time_c"]
-    assert len(t["hyperfine"]["times"]) == 2 and t["warmup"] == 1
+    assert len(t["samples"]["times"]) == len(t["samples"]["cpu"]) == 2
+    assert t["warmup"] == 1 and t["count_slowdown"] > 1
     assert t["command"].startswith("cd kb-") and " -c -o " in t["command"]
     assert rec["compiler_version"].startswith(("Debian clang", "clang"))
 

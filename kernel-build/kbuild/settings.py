@@ -6,7 +6,7 @@ kexpand reads the environment.
 Environment (README, "Variables"): KEXPAND_WORK, KEXPAND_RESULTS,
 KEXPAND_CASES, KEXPAND_TARBALL, CASE, POINTS, FILES, KX_CC (make's CC=
 from the command line), KERNEL, A, B, FILE, GOOD, BAD, THRESHOLD, RUNS,
-JOBS, BOOT_TIMEOUT, NO_TIME, NO_BOOT, NO_MACROS, WRITE_FOCUS."""
+JOBS, BOOT_TIMEOUT, ICOUNT_CAP, NO_TIME, NO_BOOT, NO_MACROS, WRITE_FOCUS."""
 import math
 import os
 import re
@@ -31,6 +31,7 @@ class Request:
     jobs: int = 1
     runs: int | None = None           # None: by the command's duration
     boot_timeout: int = 180
+    icount_cap: int = 60              # s of native CPU; 0: count nothing
     points: list = field(default_factory=list)     # empty: all
     files: list = field(default_factory=list)      # empty: the focus files
     compilers: list = field(default_factory=lambda: list(COMPILERS))
@@ -166,6 +167,8 @@ def _numbers(req, get, args):
     t = get("boot_timeout", "BOOT_TIMEOUT")
     req.boot_timeout = parse_int("BOOT_TIMEOUT", t, 10, 86400, 180) \
         if t is not None else 180
+    c = get("icount_cap", "ICOUNT_CAP")
+    req.icount_cap = parse_int("ICOUNT_CAP", c, 0, 86400, 60) if c is not None else 60
     req.threshold = get("threshold", "THRESHOLD")
     if req.threshold is not None:
         parse_threshold(req.threshold)

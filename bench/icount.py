@@ -1,0 +1,126 @@
+"""Instruction counts of a compile command: a cost that other tenants of the
+machine cannot disturb (llvm-compile-time-tracker's metric).
+
+Two counters, chosen per machine by probing, and named in every record
+(`instructions_source`):
+- "perf": `perf stat -e instructions:u` (Debian linux-perf), where the
+  machine has a usable PMU; counts the command and all its children.
+- "qemu-tcg": QEMU user mode (Debian qemu-user) with kexpand's plugin
+  bench/kx-icount.so, where perf says "not supported" (most cloud VMs, and
+  this machine). gcc's subprocesses (cc1, as) run under the same plugin
+  through `gcc -wrapper bench/kx-icount-wrap`; clang runs its cc1 and
+  assembler in its own process, which is checked (`clang -###` must list
+  only in-process jobs) rather than assumed.
+Counts under QEMU are of guest x86_64 instructions; they are deterministic
+for the same program, arguments and input (the slowdown is about 7-8x)."""
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from kbuild.util import KexpandError, run
+
+HERE = Path(__file__).resolve().parent
+PLUGIN = HERE / "kx-icount.so"
+WRAP = HERE / "kx-icount-wrap"
+QEMU = "qemu-x86_64"
+
+
+def parse_perf(text):
+    """The count from `perf stat -x, -e instructions:u` output, or None when
+    perf says the event is not supported/counted."""
+    for line in text.splitlines():
+        f = line.split(",")
+        if len(f) >= 3 and f[2].startswith("instructions"):
+            return int(f[0]) if f[0].strip().isdigit() else None
+    return None
+
+
+@lru_cache(maxsize=1)
+def source():
+    """("perf" | "qemu-tcg" | None, why): the counter this machine has."""
+    why = []
+    if shutil.which("perf"):
+        p = subprocess.run(["perf", "stat", "-x,", "-e", "instructions:u", "true"],
+                           capture_output=True, text=True)
+        if p.returncode == 0 and parse_perf(p.stderr):
+            return "perf", "perf stat -e instructions:u counts on this machine"
+        why.append("perf stat -e instructions:u: not supported here (no usable PMU)")
+    else:
+        why.append("perf is not installed")
+    if shutil.which(QEMU) and PLUGIN.exists():
+        return "qemu-tcg", "; ".join(why + ["counting under QEMU user mode "
+                                            "with bench/kx-icount.so"])
+    why.append(f"{QEMU} or {PLUGIN.name} missing (make bench installs qemu-user "
+               "and builds the plugin)")
+    return None, "; ".join(why)
+
+
+def parse_counts(text):
+    """Lines "<pid> <instructions>" written by the plugin -> (sum, lines)."""
+    rows = [l.split() for l in text.splitlines() if l.strip()]
+    if not rows or any(len(r) != 2 or not all(x.isdigit() for x in r) for r in rows):
+        raise KexpandError(f"kx-icount wrote an unreadable count file: {text[:200]!r}",
+                           "infra")
+    return sum(int(r[1]) for r in rows), len(rows)
+
+
+def clang_in_process(argv, cwd):
+    """clang runs every job of this command in its own process (so one
+    QEMU counts them all). A command clang rejects passes here and fails
+    when it is counted, with clang's own message."""
+    p = run([*argv, "-###"], cwd=cwd, check=False)
+    lines = p.stdout.splitlines()
+    jobs = [i for i, l in enumerate(lines) if l.startswith(' "')]
+    return p.returncode != 0 or \
+        all(i > 0 and lines[i - 1].strip() == "(in-process)" for i in jobs)
+
+
+def count(argv, cwd, cc, timeout=None):
+    """Count the instructions of argv (run from cwd). Returns
+    {"instructions", "instructions_source", "count_s", "processes"}; the
+    command must succeed."""
+    src, why = source()
+    if src is None:
+        raise KexpandError(f"no instruction counter: {why}", "infra")
+    prog = shutil.which(argv[0])
+    if not prog:
+        raise KexpandError(f"{argv[0]} not found on PATH", "infra")
+    with tempfile.TemporaryDirectory(prefix="kx-icount-") as tmp:
+        out = Path(tmp) / "counts"
+        if src == "perf":
+            cmd, env = ["perf", "stat", "-x,", "-e", "instructions:u", "-o",
+                        str(out), "--", *argv], None
+        else:
+            if cc == "clang" and not clang_in_process(argv, cwd):
+                raise KexpandError("clang runs a job of this command in a "
+                                   "subprocess, which QEMU would not count: "
+                                   f"{' '.join(argv[:3])} ...", "infra")
+            cmd = [QEMU, "-plugin", str(PLUGIN), prog, *argv[1:]]
+            if cc == "gcc":
+                cmd += ["-wrapper", str(WRAP)]
+            env = dict(os.environ, KX_ICOUNT_OUT=str(out),
+                       KX_QEMU=shutil.which(QEMU), KX_ICOUNT_PLUGIN=str(PLUGIN))
+        t0 = time.monotonic()
+        p = run(cmd, cwd=cwd, check=False, env=env, timeout=timeout,
+                what="instruction count")
+        secs = time.monotonic() - t0
+        if p.returncode != 0:
+            tail = "\n".join(p.stdout.splitlines()[-10:])
+            raise KexpandError(f"counting instructions failed (exit {p.returncode}): "
+                               f"{' '.join(argv[:3])} ...\n{tail}", "build")
+        text = out.read_text() if out.exists() else ""
+        if src == "perf":
+            n, procs = parse_perf(text), None
+            if n is None:
+                raise KexpandError(f"perf counted nothing: {text[-300:]}", "infra")
+        else:
+            n, procs = parse_counts(text)
+            if cc == "gcc" and procs < 2:
+                raise KexpandError("gcc's subprocesses were not counted (one "
+                                   "count line): is -wrapper honoured?", "infra")
+    return {"instructions": n, "instructions_source": src,
+            "count_s": round(secs, 3), "processes": procs}

@@ -1,0 +1,136 @@
+"""Compile cost: the verdict rule (bench/stats.py), interleaved runs
+(bench/timing.py) and the instruction counter (bench/icount.py, with
+QEMU's plugin or perf) on real compilers and tiny inputs."""
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "kernel-build")]
+
+from bench import icount, stats, timing        # noqa: E402
+
+
+def t_entry(times, cpu=None, instructions=None):
+    return {"median_s": sorted(times)[len(times) // 2], "stddev_s": 0.0,
+            "runs": len(times), "instructions": instructions,
+            "samples": {"times": times, "cpu": cpu or times}}
+
+
+# --- the rule ---------------------------------------------------------------------
+
+def test_instructions_decide_where_counted():
+    a = t_entry([1.0, 1.3, 0.8], instructions=4_464_095_277)
+    b = t_entry([0.6, 0.61, 0.62], instructions=4_464_095_300)   # +5e-9
+    v = stats.verdict(a, b)
+    assert v["decided_by"] == "instructions" and not v["significant"]
+    assert v["threshold_from"] == "floor"
+    assert v["threshold"] == stats.FLOORS["instructions"] == 0.002
+    b["instructions"] = 4_500_000_000                           # +0.8%
+    assert stats.verdict(a, b)["significant"]
+
+
+def test_cpu_time_decides_without_counts_and_noise_raises_the_bar():
+    a = t_entry([1.00, 1.01, 0.99, 1.00, 1.02])
+    b = t_entry([1.10, 1.11, 1.09, 1.10, 1.12])                 # +10%, tight
+    v = stats.verdict(a, b)
+    assert v["decided_by"] == "cpu_time" and v["significant"]
+    assert v["cpu_time_p"] < stats.ALPHA
+    # an A/A check that saw 5% of CPU-time noise puts the bar at 15%
+    v = stats.verdict(a, b, {"cpu_time": 0.05, "instructions": 1e-7})
+    assert not v["significant"] and v["threshold"] == 0.15
+    assert v["threshold_from"] == "A/A noise"
+    # and 1e-7 of instruction noise leaves the 0.2% floor
+    assert stats.threshold("instructions", {"instructions": 1e-7}) == (0.002, "floor")
+
+
+def test_wall_time_of_old_records_and_too_few_runs():
+    a = {"median_s": 1.0, "stddev_s": 0, "runs": 1, "hyperfine": {"times": [1.0]}}
+    b = {"median_s": 2.0, "stddev_s": 0, "runs": 1, "hyperfine": {"times": [2.0]}}
+    v = stats.verdict(a, b)
+    assert v["decided_by"] == "wall_time" and not v["significant"]  # p unknown
+    assert stats.welch([1.0], [2.0, 3.0]) == (None, None)
+    # SciPy's Welch test: the reference value of ttest_ind(equal_var=False)
+    t, p = stats.welch([1, 2, 3, 4], [2, 3, 4, 5])
+    assert abs(t - 1.0954451) < 1e-6 and abs(p - 0.3153336) < 1e-6
+
+
+def test_aa_noise_is_the_largest_deviation_per_metric():
+    rows = [{"c_instructions_ratio": 1.000001, "e_instructions_ratio": 0.99999,
+             "c_cpu_time_ratio": 1.02, "e_cpu_time_ratio": 0.97,
+             "c_wall_time_ratio": 1.04},
+            {"c_instructions_ratio": None, "c_cpu_time_ratio": 1.01}]
+    n = stats.aa_noise(rows)
+    assert n == {"instructions": 0.00001, "cpu_time": 0.03, "wall_time": 0.04}
+
+
+# --- interleaved runs -------------------------------------------------------------
+
+def test_interleaved_runs_alternate_and_drop_warmups(tmp_path):
+    seen = []
+    log = tmp_path / "log"
+
+    def cmd(side, key):
+        return (["sh", "-c", f"echo {side}{key} >> {log}"], tmp_path)
+    jobs = {"x": (3, 1, lambda s: cmd(s, "x")), "y": (2, 0, lambda s: cmd(s, "y"))}
+    got, failed = timing.interleaved(["A", "B"], jobs, seen.append)
+    assert not failed
+    # 4 rounds (x: 1 warmup + 3 runs); sides rotate: AB BA AB BA
+    assert seen == ["A", "B", "B", "A", "A", "B", "B", "A"]
+    assert log.read_text().split() == ["Ax", "Ay", "Bx", "By", "Bx", "By", "Ax",
+                                       "Ay", "Ax", "Bx", "Bx", "Ax"]
+    assert got[("A", "x")]["runs"] == 3 and got[("A", "x")]["warmup"] == 1
+    assert got[("B", "y")]["runs"] == 2
+    s = got[("A", "x")]
+    assert len(s["samples"]["cpu"]) == 3 and s["cpu_median_s"] >= 0
+    assert s["peak_rss_kb"] > 0 and s["interleaved"][1] == ["B", "A"]
+
+
+def test_a_failing_command_is_reported_not_raised(tmp_path):
+    jobs = {"ok": (2, 0, lambda s: (["true"], tmp_path)),
+            "bad": (2, 0, lambda s: (["sh", "-c", "echo broken >&2; exit 3"], tmp_path))}
+    got, failed = timing.interleaved(["A"], jobs, lambda s: None)
+    assert ("A", "ok") in got and ("A", "bad") not in got
+    assert "exit 3" in failed[("A", "bad")] and "broken" in failed[("A", "bad")]
+
+
+# --- the instruction counter -------------------------------------------------------
+
+def test_perf_output_parsing():
+    assert icount.parse_perf("1234567,,instructions:u,1000,100.00,,\n") == 1234567
+    assert icount.parse_perf("<not supported>,,instructions:u,0,100.00,,\n") is None
+    assert icount.parse_counts("10 5\n11 7\n") == (12, 2)
+    with pytest.raises(Exception, match="unreadable"):
+        icount.parse_counts("10 5 x\n")
+
+
+C_SOURCE = """#define TWICE(x) ((x) + (x))
+int f(int a) { return TWICE(TWICE(a)); }
+"""
+
+
+@pytest.mark.parametrize("cc", ["gcc", "clang"])
+def test_counts_repeat_and_grow_with_the_work(tmp_path, cc):
+    """The counter this machine has (perf, else QEMU with kx-icount.so):
+    the same compile counted twice agrees within 0.1% (under QEMU exactly
+    for the compiler proper); a bigger input counts more; gcc's cc1 and as
+    are counted (one line per process under QEMU)."""
+    src, why = icount.source()
+    assert src in ("perf", "qemu-tcg"), why
+    if not shutil.which(cc):
+        pytest.skip(f"{cc} not installed")
+    (tmp_path / "a.c").write_text(C_SOURCE)
+    (tmp_path / "b.c").write_text(C_SOURCE + "".join(
+        f"int g{i}(int a) {{ return TWICE(TWICE(TWICE(a + {i}))); }}\n" for i in range(400)))
+    argv = [cc, "-O2", "-c", "-o", "out.o", "a.c"]
+    one, two = (icount.count(argv, tmp_path, cc) for _ in range(2))
+    assert one["instructions"] > 1_000_000
+    assert abs(one["instructions"] - two["instructions"]) <= 0.001 * one["instructions"]
+    big = icount.count([cc, "-O2", "-c", "-o", "out.o", "b.c"], tmp_path, cc)
+    assert big["instructions"] > 1.2 * one["instructions"]
+    if src == "qemu-tcg":
+        assert one["processes"] == (3 if cc == "gcc" else 1)   # driver, cc1, as
+    with pytest.raises(Exception, match="failed"):
+        icount.count([cc, "-c", "missing.c"], tmp_path, cc)
