@@ -9,7 +9,7 @@ PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev libc
               qemu-system-x86 \
               xz-utils git python3 python3-matplotlib python3-markdown clang lld llvm \
               hyperfine time g++ llvm-14-dev libclang-cpp14-dev libclang-14-dev \
-              qemu-user python3-scipy
+              qemu-user python3-scipy python3-distributed
 PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 
 .PHONY: all bench bench-analyzer boot scan prepare plots compare bisect test unit-test clean deps-bench deps-test
@@ -22,7 +22,8 @@ PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 # Their text reaches the programs as typed: make does not expand a '$' in
 # them ($(shell ...) in A= runs nothing) and the shell never sees them.
 KX_VARS := A B FILE FILES GOOD BAD KERNEL POINTS CASE RUNS JOBS BOOT_TIMEOUT ICOUNT_CAP \
-           THRESHOLD NO_TIME NO_BOOT NO_MACROS WRITE_FOCUS CONFIG KCONFIG KEXPAND_WORK KEXPAND_RESULTS
+           THRESHOLD NO_TIME NO_BOOT NO_MACROS WRITE_FOCUS CONFIG KCONFIG KEXPAND_WORK KEXPAND_RESULTS \
+           DASK_SCHEDULER
 $(foreach v,$(KX_VARS),$(if $(filter command line,$(origin $(v))),$(eval override $(v) := $$(value $(v)))$(eval export $(v))))
 export KX_CC := $(if $(filter command line,$(origin CC)),$(value CC))
 

@@ -246,6 +246,9 @@ def scan_totals_plot(results, index, outdir):
                if p["commit"] in recs]
         if not got:
             continue
+        got = [(n, r) for n, r in got if r["build"].get("full_build_s") is not None]
+        if not got:
+            continue
         pts = [n for n, _ in got]
         totals = [r["total_bytes"] for _, r in got]
         builds = [r["build"]["full_build_s"] for _, r in got]

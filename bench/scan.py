@@ -1,5 +1,6 @@
 """make scan: every C file a point's full build compiled, its exact command,
--E through the analyzer, on all cores (bytes, not timings, so files run in
+-E through the analyzer, on Dask workers (bench/dist.py: a local cluster on
+all cores, or DASK_SCHEDULER's; bytes, not timings, so files run in
 parallel). With A and B: results/scan/<A>..<B>/ranking.csv and pair.json;
 compare.py draws ranking.md and the growth plot from them."""
 import csv
@@ -11,13 +12,12 @@ import shlex
 import statistics
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kbuild import build, series, trees
 from kbuild.util import KexpandError, atomic_write, atomic_write_json, log, run, work_lock
 
-from . import engine, results
+from . import dist, engine, results
 from .points import open_tree, pair_dir, select
 
 
@@ -56,7 +56,7 @@ def compile_commands(tree, bdir):
     return sorted(out_entries)
 
 
-def _one(bdir, rel, argv):
+def measure_one(bdir, rel, argv):
     """One file through the analyzer (the engine's pipe); a file that does
     not preprocess is recorded as an error, not a failed scan."""
     t0 = time.monotonic()
@@ -136,8 +136,9 @@ def input_key(bdir, rel, argv, memo):
     return h.hexdigest()
 
 
-def scan_build(tree, bdir, workers, progress=None, known_seconds=None, reuse=None):
-    """known_seconds: {file: seconds} from earlier measurements of this
+def scan_build(tree, bdir, client, progress=None, known_seconds=None, reuse=None):
+    """client: a Dask client (bench/dist.py) whose workers share this
+    machine's work directory. known_seconds: {file: seconds} from earlier measurements of this
     commit; those files start first, longest first, so that one slow file
     (setup.c's 30 s at laight-v4) does not run alone at the end.
     reuse: (cache, compiler, compiler version): files whose inputs were
@@ -159,21 +160,15 @@ def scan_build(tree, bdir, workers, progress=None, known_seconds=None, reuse=Non
             if hit and hit.get("status") == "ok":
                 files[rel] = hit
     todo = [e for e in entries if e[0] not in files]
+    workers = dist.n_workers(client)
     if progress:
-        progress.say(f"  scanning {len(todo)} C files with {workers} workers"
+        progress.say(f"  scanning {len(todo)} C files with {workers} Dask workers"
                      + (f" ({len(files)} of {n} unchanged since measured: reused)"
                         if files else ""))
-    ex = ThreadPoolExecutor(max_workers=workers)
-    try:
-        for i, (rel, res) in enumerate(ex.map(lambda e: _one(bdir, *e), todo)):
-            files[rel] = res
-            if reuse and keys.get(rel) and res["status"] == "ok":
-                cache.put(cache.scanfile_key(cc, ccver, keys[rel]), res)
-            if progress and (i + 1) % 200 == 0:
-                progress.say(f"  scanned {i + 1}/{len(todo)}")
-    finally:
-        # on an interrupt, start nothing new (the running pipes end with it)
-        ex.shutdown(wait=True, cancel_futures=True)
+    for rel, res in dist.local_map(client, bdir, todo, progress).items():
+        files[rel] = res
+        if reuse and keys.get(rel) and res["status"] == "ok":
+            cache.put(cache.scanfile_key(cc, ccver, keys[rel]), res)
     wall = time.monotonic() - t0
     ok = [v for v in files.values() if v["status"] == "ok"]
     measured = [files[rel]["seconds"] for rel, _ in todo]
@@ -210,42 +205,74 @@ def log_summary(scan, name):
         f"{scan['overhead_ratio']})")
 
 
+def remote_scan(req, case, c, commit, cc, ccver, config):
+    """One commit on DASK_SCHEDULER's workers, in the record's shape."""
+    spec = {"case": case.name, "cases_dir": str(req.cases_dir),
+            "tarball": str(req.tarball), "kernel": req.kernel and str(Path(req.kernel).resolve()),
+            "commit": commit, "compiler": cc, "compiler_version": ccver,
+            "config_base": req.config_base, "config_hash": config.hash(),
+            "strict": req.strict_config}
+    t0 = time.monotonic()
+    files, hosts = dist.remote_scan(c, spec, req.progress)
+    ok = [v for v in files.values() if v["status"] == "ok"]
+    wall = time.monotonic() - t0
+    med = statistics.median(v["seconds"] for v in files.values()) if files else 0.0
+    ideal = len(files) * med / dist.n_workers(c)
+    return {"files": dict(sorted(files.items())), "n_files": len(files),
+            "n_ok": len(ok), "n_measured": len(files), "n_reused": 0,
+            "total_bytes": sum(v["bytes"] for v in ok),
+            "scan_seconds": round(wall, 2), "median_file_seconds": round(med, 4),
+            "ideal_seconds": round(ideal, 2),
+            "overhead_ratio": round(wall / ideal, 3) if ideal else None,
+            "workers": dist.n_workers(c), "dask_scheduler": req.dask_scheduler,
+            "hosts": hosts,
+            "build": {"remote": True, "full_build_s": None, "from_clean": None}}
+
+
 def scan_points(req, case, tree, todo, cc):
     """Scan every C file of each point's full build; cached per commit."""
     cache = engine.Cache(req.work)
     config = engine.case_config(req, case)
-    chash, ccver = config.hash(), build.compiler_version(cc)
     out = {}
-    for name, commit in todo:
-        key = cache.scan_key(commit, cc, ccver, chash)
-        sc = cache.get(key)
-        req.progress.step(f"scan {name} / {cc}" + (" (cached)" if sc else ""))
-        if sc is None:
-            series.checkout(tree, commit)
-            bdir = build.build_dir(tree, commit, cc)
-            build.configure(tree, bdir, cc, config, seed=True, full=True)
-            with req.split.timed("builds"):
-                b = build.build_kernel(tree, bdir, cc, req.jobs)
-            if not b.ok:
-                raise KexpandError(f"full build of {name} ({cc}) failed:\n"
-                                   f"{b.log_tail}", "build")
-            known = {}
-            for f, _ in case.focus:
-                e = cache.get(cache.expand_key(commit, cc, ccver, chash, f))
-                if e and isinstance(e.get("analyze_seconds"), (int, float)):
-                    known[f] = e["analyze_seconds"]
-            with req.split.timed("expansion"):
-                sc = scan_build(tree, bdir, req.jobs, req.progress, known,
-                                reuse=(cache, cc, ccver))
-            sc["build"] = b.info
-            cache.put(key, sc)
-        log_summary(sc, name)
-        rec = dict(sc, **results.header("kexpand.scan", case.name, name, commit,
-                                        cc, ccver, chash))
-        atomic_write_json(results.record_path(req.results, commit, cc).with_name(
-            f"scan-{cc}.json"), rec)
-        out[name] = rec
+    with dist.client(req) as c:
+        for name, commit in todo:
+            out[name] = _scan_point(req, case, tree, c, cache, config, name, commit, cc)
     return out
+
+
+def _scan_point(req, case, tree, c, cache, config, name, commit, cc):
+    chash, ccver = config.hash(), build.compiler_version(cc)
+    key = cache.scan_key(commit, cc, ccver, chash)
+    sc = cache.get(key)
+    req.progress.step(f"scan {name} / {cc}" + (" (cached)" if sc else ""))
+    if sc is None and req.dask_scheduler:
+        sc = remote_scan(req, case, c, commit, cc, ccver, config)
+        cache.put(key, sc)
+    elif sc is None:
+        series.checkout(tree, commit)
+        bdir = build.build_dir(tree, commit, cc)
+        build.configure(tree, bdir, cc, config, seed=True, full=True)
+        with req.split.timed("builds"):
+            b = build.build_kernel(tree, bdir, cc, req.jobs)
+        if not b.ok:
+            raise KexpandError(f"full build of {name} ({cc}) failed:\n"
+                               f"{b.log_tail}", "build")
+        known = {}
+        for f, _ in case.focus:
+            e = cache.get(cache.expand_key(commit, cc, ccver, chash, f))
+            if e and isinstance(e.get("analyze_seconds"), (int, float)):
+                known[f] = e["analyze_seconds"]
+        with req.split.timed("expansion"):
+            sc = scan_build(tree, bdir, c, req.progress, known,
+                            reuse=(cache, cc, ccver))
+        sc["build"] = b.info
+        cache.put(key, sc)
+    log_summary(sc, name)
+    rec = dict(sc, **results.header("kexpand.scan", case.name, name, commit,
+                                    cc, ccver, chash))
+    atomic_write_json(results.record_path(req.results, commit, cc).with_name(
+        f"scan-{cc}.json"), rec)
+    return rec
 
 
 RANKING_COLUMNS = ["file", "bytes_a", "bytes_b", "growth_bytes", "growth_ratio"]

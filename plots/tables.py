@@ -243,6 +243,16 @@ def boot_markdown(rows):
     return "\n".join(md) + "\n"
 
 
+def scan_build_line(sa, sb):
+    if sb["build"].get("remote"):
+        return (f"- measured on the Dask cluster {sb.get('dask_scheduler')}, each "
+                "worker building in its own work directory; files per host: "
+                f"{sa.get('hosts')} (A), {sb.get('hosts')} (B).")
+    return (f"- full build: {sa['build']['full_build_s']} s and "
+            f"{sb['build']['full_build_s']} s (-j{sb['build']['jobs']}; "
+            f"from clean: {sa['build']['from_clean']}, {sb['build']['from_clean']}).")
+
+
 def ranking_markdown(pair, rows, sa, sb):
     """The scan ranking of A..B: rows from ranking.csv, sa/sb the scans."""
     a, b, top, focus = pair["a"]["ref"], pair["b"]["ref"], pair.get("top", 20), \
@@ -251,9 +261,7 @@ def ranking_markdown(pair, rows, sa, sb):
           f"- {sa['n_files']} C files at {a}: {sa['total_bytes']:,} bytes of -E "
           f"output; {sb['n_files']} at {b}: {sb['total_bytes']:,} bytes "
           f"({sb['total_bytes'] / sa['total_bytes']:.3f}x).",
-          f"- full build: {sa['build']['full_build_s']} s and "
-          f"{sb['build']['full_build_s']} s (-j{sb['build']['jobs']}; "
-          f"from clean: {sa['build']['from_clean']}, {sb['build']['from_clean']}).",
+          scan_build_line(sa, sb),
           f"- scan wall time {sb['scan_seconds']} s for {sb['n_files']} files; "
           f"files x median -E time / workers = {sb['ideal_seconds']} s; ratio "
           f"{sb['overhead_ratio']}.", "",

@@ -2,15 +2,10 @@
 (bench/timing.py) and the instruction counter (bench/icount.py, with
 QEMU's plugin or perf) on real compilers and tiny inputs."""
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "kernel-build")]
-
-from bench import icount, stats, timing        # noqa: E402
+from bench import icount, stats, timing
 
 
 def t_entry(times, cpu=None, instructions=None):

@@ -6,7 +6,7 @@ kexpand reads the environment.
 Environment (README, "Variables"): KEXPAND_WORK, KEXPAND_RESULTS,
 KEXPAND_CASES, KEXPAND_TARBALL, CASE, POINTS, FILES, KX_CC (make's CC=
 from the command line), KERNEL, A, B, FILE, GOOD, BAD, THRESHOLD, RUNS,
-JOBS, BOOT_TIMEOUT, ICOUNT_CAP, NO_TIME, NO_BOOT, NO_MACROS, WRITE_FOCUS."""
+JOBS, BOOT_TIMEOUT, ICOUNT_CAP, DASK_SCHEDULER, NO_TIME, NO_BOOT, NO_MACROS, WRITE_FOCUS."""
 import math
 import os
 import re
@@ -32,6 +32,7 @@ class Request:
     runs: int | None = None           # None: by the command's duration
     boot_timeout: int = 180
     icount_cap: int = 60              # s of native CPU; 0: count nothing
+    dask_scheduler: str | None = None  # DASK_SCHEDULER=tcp://host:port
     points: list = field(default_factory=list)     # empty: all
     files: list = field(default_factory=list)      # empty: the focus files
     compilers: list = field(default_factory=lambda: list(COMPILERS))
@@ -126,6 +127,13 @@ def from_env(command, args=None, env=None):
     _numbers(req, get, args)
     _names(req, get)
     _config(req, get)
+    sched = get("dask_scheduler", "DASK_SCHEDULER")
+    if sched is not None:
+        sched = sched.strip()
+        if not re.fullmatch(r"(tcp|tls)://[A-Za-z0-9_.\[\]:-]+:[0-9]{1,5}", sched):
+            raise KexpandError(f"DASK_SCHEDULER={sched!r}: give a Dask scheduler's "
+                               "address, for example DASK_SCHEDULER=tcp://10.0.0.5:8786")
+        req.dask_scheduler = sched
     for key, envname in (("no_time", "NO_TIME"), ("no_boot", "NO_BOOT"),
                           ("no_macros", "NO_MACROS")):
         v = args.get(key)

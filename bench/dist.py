@@ -1,0 +1,188 @@
+"""Scans on Dask distributed (Debian python3-distributed), an existing
+engine: kexpand only says what to run.
+
+- Local (the default): a LocalCluster of JOBS single-threaded worker
+  processes, started and stopped by the scan, no dashboard. The client
+  prepares and builds each commit in its work directory as before; the
+  workers run the per-file expansion tasks in that build directory.
+- Remote (DASK_SCHEDULER=tcp://host:8786): workers a user started with
+  `dask worker`, each with its own work directory (KEXPAND_WORK in the
+  worker's environment). The unit of work is a chunk of files at one
+  (commit, config, compiler). The task prepares that tree in the worker's
+  own work directory if it has not (the tarball and cases/, whose commit
+  ids are deterministic, or a clone of the user's tree), checks the commit
+  id it reached and the compiler version against the client's, builds it,
+  and measures the files. Tasks are not pinned: when a worker dies, the
+  scheduler runs its chunks on the others, which prepare the tree
+  themselves; the bytes are the same wherever a file is measured.
+Task keys carry (commit, config hash, compiler version, chunk), so a
+duplicate submission merges with the first. Every file result names the
+host that measured it."""
+import hashlib
+import os
+import platform
+from contextlib import contextmanager
+from pathlib import Path
+
+from kbuild import build, series, trees
+from kbuild.util import KexpandError, log, work_lock
+
+CHUNKS_PER_WORKER = 4
+
+
+def _tag(*parts):
+    return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()[:12]
+
+
+@contextmanager
+def client(req):
+    """A Dask client: to DASK_SCHEDULER, or to a local cluster started
+    here. An unreachable scheduler is exit 5, naming its address."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise KexpandError("python3-distributed is not installed: make scan "
+                           "installs it (apt-get install python3-distributed)", "infra")
+    if req.dask_scheduler:
+        try:
+            c = Client(req.dask_scheduler, timeout="10s")
+        except (OSError, TimeoutError) as e:
+            raise KexpandError(
+                f"DASK_SCHEDULER={req.dask_scheduler}: no Dask scheduler answers "
+                f"there ({type(e).__name__}). Start one with `dask scheduler`, "
+                "workers with `dask worker <address>` (README), or unset "
+                "DASK_SCHEDULER to scan on this machine", "infra")
+        try:
+            yield c
+        finally:
+            c.close()
+        return
+    with LocalCluster(n_workers=req.jobs, threads_per_worker=1, processes=True,
+                      dashboard_address=None, silence_logs=40) as cluster, \
+            Client(cluster) as c:
+        yield c
+
+
+def n_workers(c):
+    return max(1, len(c.scheduler_info().get("workers", {})))
+
+
+# --- tasks (run on the workers; module-level, so they pickle by name) ----------
+
+def analyze_task(bdir, rel, argv):
+    """Local mode: one file in the client's build directory."""
+    from . import scan
+    return dict(scan.measure_one(Path(bdir), rel, argv)[1], host=platform.node())
+
+
+def chunk_task(spec, files):
+    """Remote mode: `files` at spec's (commit, config, compiler), in this
+    worker's own work directory. Errors come back as values (a pickled
+    KexpandError would lose its exit class)."""
+    try:
+        from distributed import get_worker
+        return {"files": _chunk(spec, files)[0], "host": platform.node(),
+                "worker": str(get_worker().name)}
+    except KexpandError as e:
+        return {"error": f"worker {platform.node()}: {e}", "klass": e.klass}
+
+
+def _chunk(spec, files):
+    """Prepare and build spec's commit in this worker's work directory (if
+    it has not), then measure `files`. Returns (results, every C file the
+    build compiled)."""
+    from . import scan
+    work = Path(os.environ.get("KEXPAND_WORK") or
+                Path.home() / ".cache" / "kexpand").resolve()
+    with work_lock(work):
+        case = series.load_case(spec["case"], Path(spec["cases_dir"]))
+        if spec["kernel"]:
+            tree = trees.user_clone(Path(spec["kernel"]), work)
+        else:
+            series.prepare(case, work, Path(spec["tarball"]))
+            tree = work / "tree"
+        commit, cc = spec["commit"], spec["compiler"]
+        if series.git(tree, "rev-parse", "-q", "--verify", f"{commit}^{{commit}}",
+                      check=False).returncode != 0:
+            raise KexpandError(f"its tree {tree} has no commit {commit[:12]}: the "
+                               "tarball or cases/ differ from the client's", "infra")
+        ccver = build.compiler_version(cc)
+        if ccver != spec["compiler_version"]:
+            raise KexpandError(f"refused: it has {ccver}, the scan measures with "
+                               f"{spec['compiler_version']}", "infra")
+        series.checkout(tree, commit)
+        bdir = build.build_dir(tree, commit, cc)
+        config = build.Config(case.config, base=spec["config_base"],
+                              strict=spec["strict"])
+        stamp = bdir / ".kexpand-scan-built"
+        if not (stamp.exists() and stamp.read_text() == config.hash()):
+            build.configure(tree, bdir, cc, config, full=True)
+            b = build.build_kernel(tree, bdir, cc, os.cpu_count() or 1)
+            if not b.ok:
+                raise KexpandError(f"full build of {commit[:12]} failed:\n{b.log_tail}",
+                                   "build")
+            stamp.write_text(config.hash())
+        entries = dict(scan.compile_commands(tree, bdir))
+        missing = [f for f in files if f not in entries]
+        if missing:
+            raise KexpandError(f"its build compiled no {missing[0]}", "infra")
+        return ({f: scan.measure_one(bdir, f, entries[f])[1] for f in files},
+                sorted(entries))
+
+
+def list_task(spec):
+    """Remote mode: the C files a commit's full build compiles (the worker
+    prepares and builds it first)."""
+    try:
+        return {"files": _chunk(spec, [])[1], "host": platform.node()}
+    except KexpandError as e:
+        return {"error": f"worker {platform.node()}: {e}", "klass": e.klass}
+
+
+# --- the client side -------------------------------------------------------------
+
+def _raise(res):
+    if "error" in res:
+        raise KexpandError(res["error"], res["klass"])
+    return res
+
+
+def local_map(c, bdir, todo, progress=None):
+    """Local mode: [(rel, argv)] -> {rel: result}, on the cluster's workers."""
+    futs = {c.submit(analyze_task, str(bdir), rel, argv, pure=False,
+                     key=f"kx-file-{_tag(bdir, rel)}"): rel for rel, argv in todo}
+    return _gather(c, futs, progress)
+
+
+def _gather(c, futs, progress):
+    from distributed import as_completed
+    out = {}
+    for i, fut in enumerate(as_completed(futs)):
+        out[futs[fut]] = fut.result()
+        if progress and (i + 1) % 200 == 0:
+            progress.say(f"  scanned {i + 1}/{len(futs)}")
+    return out
+
+
+def remote_scan(c, spec, progress=None):
+    """Remote mode: every file of spec's commit, in chunks over the
+    cluster's workers. Returns ({rel: result}, the hosts that measured)."""
+    key = _tag(spec["commit"], spec["config_hash"], spec["compiler_version"])
+    files = _raise(c.submit(list_task, spec, key=f"kx-files-{key}", pure=False,
+                            retries=3).result())["files"]
+    n = min(len(files), n_workers(c) * CHUNKS_PER_WORKER) or 1
+    chunks = [files[i::n] for i in range(n)]
+    if progress:
+        progress.say(f"  scanning {len(files)} C files on {n_workers(c)} Dask "
+                     f"workers ({c.scheduler.address}), {n} chunks")
+    futs = {c.submit(chunk_task, spec, ch, pure=False, retries=3,
+                     key=f"kx-chunk-{key}-{_tag(*ch)}"): i for i, ch in enumerate(chunks)}
+    from distributed import as_completed
+    out, hosts = {}, {}
+    for fut in as_completed(futs):
+        res = _raise(fut.result())
+        for rel, r in res["files"].items():
+            out[rel] = dict(r, host=res["host"], worker=res["worker"])
+        hosts[res["host"]] = hosts.get(res["host"], 0) + len(res["files"])
+    log(f"scan of {spec['commit'][:12]}: files measured per host: {hosts}")
+    return out, hosts

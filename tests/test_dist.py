@@ -1,0 +1,158 @@
+"""Scans on Dask (bench/dist.py): a scheduler and two workers as separate
+processes with separate work directories on this machine (two machines in
+miniature), on the fake tree with 24 more C files. The results must be
+byte-identical to the local scan's, also when a worker is killed mid-scan."""
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import tarfile
+import time
+
+import pytest
+
+from test_faults import FAKE, REPO, fake, mk  # noqa: F401
+
+N_EXTRA = 24
+
+
+@pytest.fixture
+def many(fake):
+    """The fake tree plus N_EXTRA C files that use min3/max."""
+    base, env = fake
+    src = base / "src" / "linux-source-6.1"
+    shutil.copytree(FAKE, src)
+    for i in range(N_EXTRA):
+        d = src / "lib" / f"gen{i // 8}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i:02}.c").write_text(
+            "#include <linux/minmax.h>\n" + "".join(
+                f"int g{j}(int a, int b) {{ return min3(a, b, {i * j}) + max(a, {j}); }}\n"
+                for j in range(i + 1)))
+    with tarfile.open(env["KEXPAND_TARBALL"], "w:xz") as t:
+        t.add(src, arcname="linux-source-6.1")
+    return base, env
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """`dask scheduler` and `dask worker`s, as the README starts them."""
+
+    def __init__(self, base, env, n=2, worker_env=None):
+        self.addr = f"tcp://127.0.0.1:{free_port()}"
+        self.logs = base / "dask-logs"
+        self.logs.mkdir()
+        host, port = self.addr[6:].rsplit(":", 1)
+        self.sched = self._start("scheduler", ["dask", "scheduler", "--host", host,
+                                               "--port", port, "--no-dashboard"], env)
+        self.workers = []
+        for i in range(n):
+            wenv = dict(env, KEXPAND_WORK=str(base / f"worker{i}"),
+                        PYTHONPATH=f"{REPO}:{REPO / 'kernel-build'}", **(worker_env or {}))
+            self.workers.append(self._start(
+                f"worker{i}", ["dask", "worker", self.addr, "--nthreads", "1",
+                               "--no-nanny", "--no-dashboard", "--name", f"w{i}"], wenv))
+        from distributed import Client
+        with Client(self.addr, timeout="30s") as c:
+            c.wait_for_workers(n, timeout=60)
+
+    def _start(self, name, argv, env):
+        return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
+                                stderr=open(self.logs / f"{name}.log", "w"),
+                                start_new_session=True)
+
+    def stop(self):
+        for p in self.workers + [self.sched]:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.workers + [self.sched]:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def scan(env, base, name, **extra):
+    e = dict(env, KEXPAND_RESULTS=str(base / f"results-{name}"),
+             KEXPAND_WORK=str(base / f"work-{name}"))
+    p = mk(e, "scan", CASE="fake", A="before", B="after", timeout=600, **extra)
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = base / f"results-{name}"
+    files = {}
+    for rec in sorted(res.glob("*/scan-gcc.json")):
+        r = json.loads(rec.read_text())
+        files[r["commit"]] = {f: {k: v[k] for k in ("status", "bytes", "lines",
+                                                    "longest_line_bytes", "hot")}
+                              for f, v in r["files"].items()}
+        hosts = {v["host"] for v in r["files"].values()}
+        assert hosts and all(hosts)       # every file names who measured it
+    return (res / "scan/before..after/ranking.csv").read_bytes(), files, p
+
+
+def test_dask_workers_give_the_local_results(many):
+    base, env = many
+    local_rank, local_files, _ = scan(env, base, "local")
+    assert len(local_rank.splitlines()) == 1 + 2 + N_EXTRA
+    cl = Cluster(base, env)
+    try:
+        rank, files, p = scan(env, base, "dask", DASK_SCHEDULER=cl.addr)
+    finally:
+        cl.stop()
+    assert rank == local_rank and files == local_files
+    assert "2 Dask workers" in p.stderr
+    # each worker prepared its own tree from the tarball and cases/
+    for i in range(2):
+        assert (base / f"worker{i}/tree/.git").is_dir()
+
+
+def test_a_worker_killed_mid_scan_loses_nothing(many):
+    base, env = many
+    local_rank, local_files, _ = scan(env, base, "local")
+    # slow builds (0.2 s per object), so the kill lands inside a chunk
+    cl = Cluster(base, env, worker_env={"FAKE_SLOW": "0.2"})
+    victim = cl.workers[1]
+    try:
+        e = dict(env, KEXPAND_RESULTS=str(base / "results-dask"),
+                 KEXPAND_WORK=str(base / "work-dask"))
+        run = subprocess.Popen(
+            ["make", "-s", "-C", str(REPO), "scan", "CASE=fake", "A=before", "B=after",
+             f"DASK_SCHEDULER={cl.addr}"], env=e, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        # worker 1 has started building: some object of its first chunk exists
+        while not list((base / "worker1").glob("tree/kb-*/lib/gen*/*.o")):
+            assert time.monotonic() < deadline and run.poll() is None, run.stderr
+            time.sleep(0.1)
+        victim.send_signal(signal.SIGKILL)
+        out, err = run.communicate(timeout=600)
+        assert run.returncode == 0, err[-3000:]
+        assert victim.poll() == -signal.SIGKILL
+    finally:
+        cl.stop()
+    res = base / "results-dask"
+    assert (res / "scan/before..after/ranking.csv").read_bytes() == local_rank
+    files, by = {}, set()
+    for rec in sorted(res.glob("*/scan-gcc.json")):
+        r = json.loads(rec.read_text())
+        files[r["commit"]] = {f: {k: v[k] for k in ("status", "bytes", "lines",
+                                                    "longest_line_bytes", "hot")}
+                              for f, v in r["files"].items()}
+        by |= {v["worker"] for v in r["files"].values()}
+    assert files == local_files
+    # the survivor measured what the killed worker was doing
+    assert "w0" in by
+
+
+def test_unreachable_scheduler_is_exit_5_naming_it(fake):
+    base, env = fake
+    addr = f"tcp://127.0.0.1:{free_port()}"
+    p = mk(env, "scan", CASE="fake", A="before", B="after", DASK_SCHEDULER=addr)
+    assert "Error 5" in p.stderr and addr in p.stderr and "Traceback" not in p.stderr
+    p = mk(env, "scan", CASE="fake", A="before", B="after", DASK_SCHEDULER="8786")
+    assert "Error 2" in p.stderr and "DASK_SCHEDULER='8786'" in p.stderr
