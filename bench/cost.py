@@ -9,6 +9,7 @@ cpu_median_s, samples, interleaved) plus `instructions`,
 `instructions_source`, `count_s`, `count_slowdown` or, when not counted,
 `instructions` None and `instructions_note` saying why."""
 import shlex
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kbuild import build, series
@@ -99,40 +100,58 @@ def count_group(req, cache, tree, sides, cc, ccver, chash, timed):
     """Add instruction counts to the timed entries {(side, file): entry}:
     each (commit, file, kind) once (counts are deterministic), cached;
     commands whose native CPU median is over ICOUNT_CAP seconds are not
-    counted and say so."""
+    counted and say so. A commit's commands are counted JOBS at a time:
+    other work on the machine does not change a count (the timed runs are
+    over by now)."""
     src, why = icount.source()
+    todo = {}
     for (i, f), entry in sorted(timed.items()):
         commit = sides[i][1]
-        bdir = build.build_dir(tree, commit, cc)
         for kind in KINDS:
             t = entry[kind]
             cpu = t.get("cpu_median_s") or t["median_s"]
             if src is None or req.icount_cap == 0:
                 t.update(instructions=None, instructions_source="",
                          instructions_note=why if src is None else "ICOUNT_CAP=0")
-                continue
-            if cpu > req.icount_cap:
+            elif cpu > req.icount_cap:
                 t.update(instructions=None, instructions_source="",
                          instructions_note=f"not counted: native CPU median {cpu:.1f} s "
                          f"is over the {req.icount_cap} s cap (ICOUNT_CAP)")
-                continue
-            key = cache.icount_key(commit, cc, ccver, chash, f, kind, src)
-            c = cache.get(key)
-            if not (isinstance(c, dict) and isinstance(c.get("instructions"), int)):
-                series.checkout(tree, commit)
-                argv = shlex.split(t["command"].split(" && ", 1)[1])
-                req.progress.say(f"  counting instructions of {kind[-1]} {f} "
-                                 f"({sides[i][0]}, {cc}, {src})")
-                with req.split.timed("instruction counts"):
-                    try:
-                        c = icount.count(argv, bdir, cc)
-                    except KexpandError as e:
-                        if e.klass == "infra":
-                            raise
-                        t.update(instructions=None, instructions_source="",
-                                 instructions_note=str(e)[:300])
-                        continue
+            else:
+                key = cache.icount_key(commit, cc, ccver, chash, f, kind, src)
+                c = cache.get(key)
+                if isinstance(c, dict) and isinstance(c.get("instructions"), int):
+                    _note(t, c)
+                else:
+                    todo.setdefault(i, []).append((f, kind, t, key))
+    for i, jobs in todo.items():
+        name, commit = sides[i]
+        series.checkout(tree, commit)
+        bdir = build.build_dir(tree, commit, cc)
+        req.progress.say(f"  counting instructions of {len(jobs)} commands "
+                         f"({name}, {cc}, {src}, {req.jobs} at a time)")
+
+        def one(job):
+            f, kind, t, key = job
+            argv = shlex.split(t["command"].split(" && ", 1)[1])
+            try:
+                return job, icount.count(argv, bdir, cc)
+            except KexpandError as e:
+                if e.klass == "infra":
+                    raise
+                return job, {"error": str(e)[:300]}
+        with req.split.timed("instruction counts"), \
+                ThreadPoolExecutor(max_workers=req.jobs) as ex:
+            for (f, kind, t, key), c in ex.map(one, jobs):
+                if "error" in c:
+                    t.update(instructions=None, instructions_source="",
+                             instructions_note=c["error"])
+                    continue
                 cache.put(key, c)
-            t.update(c, count_slowdown=round(c["count_s"] / t["median_s"], 2))
-            t.pop("instructions_note", None)
+                _note(t, c)
     return timed
+
+
+def _note(t, c):
+    t.update(c, count_slowdown=round(c["count_s"] / t["median_s"], 2))
+    t.pop("instructions_note", None)
