@@ -12,7 +12,7 @@ PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev libc
               qemu-user python3-scipy python3-distributed
 PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 
-.PHONY: all bench bench-analyzer boot scan prepare plots compare bisect test unit-test clean deps-bench deps-test
+.PHONY: all bench bench-analyzer boot scan sweep prepare plots compare bisect test unit-test clean deps-bench deps-test
 
 # Every variable (A, B, FILES, KERNEL, ...) reaches the programs as
 # environment, never as shell text: make puts command-line variables into
@@ -23,7 +23,7 @@ PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 # them ($(shell ...) in A= runs nothing) and the shell never sees them.
 KX_VARS := A B FILE FILES GOOD BAD KERNEL POINTS CASE RUNS JOBS BOOT_TIMEOUT ICOUNT_CAP \
            THRESHOLD NO_TIME NO_BOOT NO_MACROS WRITE_FOCUS CONFIG KCONFIG KEXPAND_WORK KEXPAND_RESULTS \
-           DASK_SCHEDULER
+           DASK_SCHEDULER POINT N
 $(foreach v,$(KX_VARS),$(if $(filter command line,$(origin $(v))),$(eval override $(v) := $$(value $(v)))$(eval export $(v))))
 export KX_CC := $(if $(filter command line,$(origin CC)),$(value CC))
 
@@ -83,6 +83,10 @@ boot: deps-bench $(TOOLS)
 # (WRITE_FOCUS=path writes the top files as a focus-file list).
 scan: deps-bench $(TOOLS)
 	@$(call measure,scan,$(if $(A),--scan,--index))
+
+# Which config options multiply FILE's expansion at POINT (N configurations).
+sweep: deps-bench $(TOOLS)
+	@$(call measure,sweep,--sweep)
 
 # Throughput of the C analyzer, and its cost relative to gcc -E (setup.c, laight-v4).
 bench-analyzer: deps-bench $(TOOLS)

@@ -29,6 +29,7 @@ from bench import stats                                # noqa: E402
 from bench.results import (KexpandError, atomic_write, log,  # noqa: E402
                            main_wrapper, read_json)
 from plots import macros, page, regression, tables    # noqa: E402
+from plots import sweep as sweep_report                # noqa: E402
 from plots.tables import ok                            # noqa: E402
 
 COMPARE_COLUMNS = ["file", "compiler", "bytes_a", "bytes_b", "bytes_ratio",
@@ -237,6 +238,17 @@ def write_scan_report(results, outdir):
     return rows
 
 
+def write_sweep_report(results, point, file):
+    d = results / "sweep" / bench.results.safe_name(point) / file.replace("/", "_")
+    data = read_json(d / "sweep.json")
+    if not isinstance(data, dict):
+        raise KexpandError(f"no {d}/sweep.json: run 'make sweep FILE=... POINT=...'")
+    sweep_report.effect_plot(data, d / "effects")
+    md = sweep_report.markdown(data)
+    atomic_write(d / "sweep.md", md)
+    return md
+
+
 def scan_totals_plot(results, index, outdir):
     """Total -E bytes of the whole build and full-build time per point."""
     pts, totals, builds, clean = [], [], [], []
@@ -346,6 +358,8 @@ def main(argv=None):
                       help="the compare report of A and B (from the environment)")
     mode.add_argument("--scan", action="store_true",
                       help="the scan report of A and B (from the environment)")
+    mode.add_argument("--sweep", action="store_true",
+                      help="the sweep report of FILE at POINT (from the environment)")
     mode.add_argument("--index", action="store_true",
                       help="only results/index.html")
     args = ap.parse_args(argv)
@@ -356,7 +370,10 @@ def main(argv=None):
     if args.compare or args.scan:
         args.pair = bench.results.pair_dir(results, "compare" if args.compare else "scan",
                                            env.get("A", "").strip(), env.get("B", "").strip())
-    if args.scan:
+    if args.sweep:
+        print(write_sweep_report(results, env.get("POINT", "").strip(),
+                                 env.get("FILE", "").strip()))
+    elif args.scan:
         write_scan_report(results, args.pair)
         print((Path(args.pair) / "ranking.md").read_text())
     elif args.pair:

@@ -9,6 +9,7 @@ and returns an exit code (README, "Exit codes").
   kexpand.py compare --a REF --b REF [--kernel DIR] [--files] [--cc]
   kexpand.py bisect  --file F --good REF --bad REF [--threshold T] [--kernel]
   kexpand.py scan    [--a REF --b REF] [--kernel DIR] [--write-focus PATH]
+  kexpand.py sweep   --file F --point REF [--n N]  configs that multiply F
   kexpand.py analyzer-bench                kx-analyze throughput
   kexpand.py bisect-step ...               internal: one `git bisect run` step
 
@@ -18,7 +19,7 @@ import argparse
 from kbuild import series, settings
 from kbuild.util import main_wrapper
 
-from . import bisection, scan, stages
+from . import bisection, scan, stages, sweep
 
 COMMON = ("case", "points", "files", "cc", "kernel", "a", "b", "file", "good",
           "bad", "threshold", "write_focus", "config", "kconfig")
@@ -42,6 +43,7 @@ def parser():
                    "kconfig"],
         "scan": ["a", "b", "points", "kernel", "cc", "top", "write_focus",
                  "config", "kconfig"],
+        "sweep": ["file", "point", "n", "config"],
         "analyzer-bench": ["repeat"],
         "bisect-step": ["file", "tree", "step_threshold", "strict_config"],
     }
@@ -74,7 +76,8 @@ def main(argv=None):
     return {"prepare": stages.cmd_prepare, "bench": stages.cmd_bench,
             "boot": stages.cmd_boot, "compare": stages.cmd_compare,
             "analyzer-bench": stages.cmd_analyzer_bench,
-            "bisect": bisection.cmd_bisect, "scan": scan.cmd_scan}[cmd](req, case)
+            "bisect": bisection.cmd_bisect, "scan": scan.cmd_scan,
+            "sweep": sweep.cmd_sweep}[cmd](req, case)
 
 
 def run(argv=None):

@@ -118,6 +118,11 @@ def write_index(results, plot_order):
                 parts.append(f"<hr><h2>{kind}: {html.escape(sub.name)}</h2>")
                 parts += [image(results, p) for p in sorted(sub.glob("*.png"))]
                 parts.append(md_to_html(rep.read_text()))
+    for rep in sorted(results.glob("sweep/*/*/sweep.md")):
+        parts.append(f"<hr><h2>sweep: {html.escape(rep.parent.parent.name)}, "
+                     f"{html.escape(rep.parent.name)}</h2>")
+        parts += [image(results, p) for p in sorted(rep.parent.glob("*.png"))]
+        parts.append(md_to_html(rep.read_text()))
     for j in sorted((results / "bisect").glob("*/*.json")):
         b = read_json(j)
         try:

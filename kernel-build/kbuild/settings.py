@@ -6,7 +6,7 @@ kexpand reads the environment.
 Environment (README, "Variables"): KEXPAND_WORK, KEXPAND_RESULTS,
 KEXPAND_CASES, KEXPAND_TARBALL, CASE, POINTS, FILES, KX_CC (make's CC=
 from the command line), KERNEL, A, B, FILE, GOOD, BAD, THRESHOLD, RUNS,
-JOBS, BOOT_TIMEOUT, ICOUNT_CAP, DASK_SCHEDULER, NO_TIME, NO_BOOT, NO_MACROS, WRITE_FOCUS."""
+JOBS, BOOT_TIMEOUT, ICOUNT_CAP, DASK_SCHEDULER, POINT, N, NO_TIME, NO_BOOT, NO_MACROS, WRITE_FOCUS."""
 import math
 import os
 import re
@@ -33,6 +33,8 @@ class Request:
     boot_timeout: int = 180
     icount_cap: int = 60              # s of native CPU; 0: count nothing
     dask_scheduler: str | None = None  # DASK_SCHEDULER=tcp://host:port
+    point: str | None = None          # POINT= (make sweep)
+    sweep_n: int = 16                 # N= (make sweep): configurations
     points: list = field(default_factory=list)     # empty: all
     files: list = field(default_factory=list)      # empty: the focus files
     compilers: list = field(default_factory=lambda: list(COMPILERS))
@@ -180,6 +182,8 @@ def _numbers(req, get, args):
     req.threshold = get("threshold", "THRESHOLD")
     if req.threshold is not None:
         parse_threshold(req.threshold)
+    n = get("n", "N")
+    req.sweep_n = parse_int("N", n, 2, 1000, 16) if n is not None else 16
     for key in ("top", "repeat"):
         if key in args:
             setattr(req, key, parse_int(f"--{key}", args[key], 1, 100000, 20))
@@ -200,6 +204,7 @@ def _names(req, get):
         req.compilers = list(dict.fromkeys(cc))
     for key, envname in (("kernel", "KERNEL"), ("a", "A"), ("b", "B"),
                          ("file", "FILE"), ("good", "GOOD"), ("bad", "BAD"),
+                         ("point", "POINT"),
                          ("write_focus", "WRITE_FOCUS")):
         v = get(key, envname)
         if v is not None:
