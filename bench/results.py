@@ -190,6 +190,16 @@ def summary_rows(series, records):
     return rows
 
 
+def csv_text(columns, rows):
+    """CSV with `columns` (other keys of the rows are ignored)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n",
+                       extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
 def none_empty(v):
     return "" if v is None else v
 

@@ -3,9 +3,7 @@
 all cores, or DASK_SCHEDULER's; bytes, not timings, so files run in
 parallel). With A and B: results/scan/<A>..<B>/ranking.csv and pair.json;
 compare.py draws ranking.md and the growth plot from them."""
-import csv
 import hashlib
-import io
 import os
 import json
 import shlex
@@ -298,12 +296,7 @@ def cmd_scan(req, case):
             return 0
         rows = ranking(scans[req.a], scans[req.b])
         out = pair_dir(req, "scan", req.a, req.b)
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=RANKING_COLUMNS, lineterminator="\n",
-                           extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-        atomic_write(out / "ranking.csv", buf.getvalue())
+        atomic_write(out / "ranking.csv", results.csv_text(RANKING_COLUMNS, rows))
         atomic_write_json(out / "pair.json", {
             "a": {"ref": req.a, "commit": todo[0][1]},
             "b": {"ref": req.b, "commit": todo[1][1]}, "compiler": cc,

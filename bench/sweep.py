@@ -274,19 +274,8 @@ def cmd_sweep(req, case):
             "configs": [dict(c, options={o: v for o, v in c["options"].items()
                                          if o in varying}) for c in configs],
             "options": rows})
-        atomic_write(out / "options.csv", _csv(rows))
+        atomic_write(out / "options.csv", results.csv_text(OPTION_COLUMNS, rows))
     log(f"sweep: {sum(c['status'] == 'ok' for c in configs)} of {len(configs)} "
         f"configs measured; top option: {rows[0]['option'] if rows else '(none varies)'}")
     print(out)
     return 0
-
-
-def _csv(rows):
-    import csv
-    import io
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=OPTION_COLUMNS, lineterminator="\n",
-                       extrasaction="ignore")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()

@@ -1,18 +1,7 @@
 """Markdown and CSV tables that compare.py writes: the series tables, an
 A-vs-B report, the scan ranking, boots and the conformance matrix. Pure
 functions from records (dicts) to text; compare.py reads and writes."""
-import csv
-import io
-
-
-def csv_text(columns, rows):
-    """CSV with `columns` (other keys of the rows are ignored)."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n",
-                       extrasaction="ignore")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
+from bench.results import csv_text  # noqa: F401  (one CSV writer for every table)
 
 
 def fmt_bytes(n):
