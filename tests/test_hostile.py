@@ -176,10 +176,14 @@ BISECT = dict(FILE=SETUP, GOOD="before", BAD="after")
     ("bench", "RUNS", "abc"), ("bench", "RUNS", "0"), ("bench", "JOBS", "-1"),
     ("bench", "JOBS", "abc"), ("bench", "BOOT_TIMEOUT", "abc"),
     ("bisect", "THRESHOLD", "abc"), ("bisect", "THRESHOLD", "infx"),
+    ("bench", "ICOUNT_CAP", "-5"), ("bench", "ICOUNT_CAP", "1e3"),
+    ("scan", "DASK_SCHEDULER", "tcp://x;touch y:1"), ("scan", "DASK_SCHEDULER", "localhost"),
+    ("sweep", "N", "1"), ("sweep", "N", "x"),
 ])
 def test_bad_number_rejected_before_work(fake, target, var, value):
     base, env = fake
-    extra = BISECT if target == "bisect" else dict(NO_BOOT=1, NO_TIME=1)
+    extra = {"bisect": BISECT, "scan": dict(A="before", B="after"),
+             "sweep": dict(FILE=SETUP, POINT="after")}.get(target, dict(NO_BOOT=1, NO_TIME=1))
     t0 = time.monotonic()
     p = mk(env, target, CASE="fake", **extra, **{var: value})
     assert time.monotonic() - t0 < 20, out(p)      # sanity bound only
