@@ -165,7 +165,8 @@ def write_pair_report(results, outdir, records=None):
         records = bench.results.load_records(results)
     # the bench's A/A pair is judged on the floors and measures the noise
     # every other pair's thresholds come from (results/noise.json)
-    noise = None if pair.get("aa_check") else read_json(results / NOISE_FILE)
+    noise = None if pair.get("aa_check") or not (results / NOISE_FILE).exists() \
+        else read_json(results / NOISE_FILE)
     rows = pair_rows(pair, records, noise if isinstance(noise, dict) else None)
     aa = ""
     if pair.get("aa_check"):

@@ -21,10 +21,14 @@ VERSION = "1"
 KINDS = ("time_E", "time_c")
 
 
-def commands(bdir, f, cc, scratch):
+def commands(bdir, f, cc, scratch, long_name=False):
+    """The timed -E and -c commands of f; the scratch object is named by
+    the file's stem, or by its whole path where two files share a stem
+    (their counts may run at the same time)."""
     argv = build.compile_command(bdir, f)
+    obj = f.replace("/", "_")[:-2] if long_name else Path(f).stem
     return {"time_E": build.preprocess_command(argv, "/dev/null"),
-            "time_c": build.object_command(argv, str(scratch / f"{cc}-{Path(f).stem}.o"))}
+            "time_c": build.object_command(argv, str(scratch / f"{cc}-{obj}.o"))}
 
 
 def side_labels(sides):
@@ -36,64 +40,67 @@ def side_labels(sides):
     return names
 
 
-def time_group(req, cache, tree, sides, cc, ccver, chash, files, estimates):
-    """Interleaved runs of every file's -E and -c at every side.
-    sides: [(name, commit)]; files: those measured ok at every side;
+def time_group(req, cache, tree, sides, cc, ccver, chash, ok_sides, estimates):
+    """Interleaved runs of every file's -E and -c at the sides where it was
+    measured ok. sides: [(name, commit)]; ok_sides: {file: [side index]};
     estimates: {file: seconds of one -E} for the run counts. Returns
-    {(side index, file): {"time_E": ..., "time_c": ...}} (cached per file
-    and group)."""
+    ({(side index, file): {"time_E": ..., "time_c": ...}}, {(side index,
+    file): error}); cached per file and group of commits."""
     commits = [c for _, c in sides]
     labels = side_labels(sides)
     out, todo = {}, []
-    for f in files:
+    for f, idx in ok_sides.items():
         runs = timing.choose_runs(estimates[f], req.runs)
-        key = cache.group_time_key(commits, cc, ccver, chash, f, req.runs)
+        key = cache.group_time_key([commits[i] for i in idx], cc, ccver, chash, f, req.runs)
         got = cache.get(key)
         if isinstance(got, dict) and isinstance(got.get("sides"), list) and \
-                len(got["sides"]) == len(sides):
-            for i, t in enumerate(got["sides"]):
+                len(got["sides"]) == len(idx):
+            for i, t in zip(idx, got["sides"]):
                 out[(i, f)] = t
         else:
             todo.append((f, runs, timing.choose_warmup(estimates[f]), key))
     if not todo:
-        return out
+        return out, {}
     scratch = Path(tree).parent / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
     bdirs = [build.build_dir(tree, c, cc) for c in commits]
-    cmds = {i: {f: commands(bdirs[i], f, cc, scratch) for f, *_ in todo}
-            for i in range(len(sides))}
-    jobs = {}
-    for f, runs, warm, _ in todo:
-        for kind in KINDS:
-            jobs[(f, kind)] = (runs, warm, lambda lab, f=f, kind=kind:
-                               (cmds[labels.index(lab)][f][kind],
-                                bdirs[labels.index(lab)]))
+    stems = [Path(f).stem for f, *_ in todo]
+    cmds = {i: {f: commands(bdirs[i], f, cc, scratch, stems.count(Path(f).stem) > 1)
+                for f, *_ in todo if i in ok_sides[f]} for i in range(len(sides))}
+
+    def command(lab, f, kind):
+        i = labels.index(lab)
+        return (cmds[i][f][kind], bdirs[i]) if f in cmds[i] else None
+    jobs = {(f, kind): (runs, warm, lambda lab, f=f, kind=kind: command(lab, f, kind))
+            for f, runs, warm, _ in todo for kind in KINDS}
     req.progress.say(f"  timing {len(todo)} files x {len(sides)} commits ({cc}), "
                      "interleaved")
     with req.split.timed("timed runs"):
         got, failed = timing.interleaved(
             labels, jobs, lambda lab: series.checkout(tree, commits[labels.index(lab)]),
             req.progress.say)
+    errors = {}
     for (lab, (f, kind)), err in failed.items():
         log(f"timing failed at {lab}: {err}")
+        errors[(labels.index(lab), f)] = err
     for f, runs, warm, key in todo:
         per = []
-        for i, lab in enumerate(labels):
+        for i in ok_sides[f]:
             entry = {}
             for kind in KINDS:
-                t = got.get((lab, (f, kind)))
+                t = got.get((labels[i], (f, kind)))
                 if t is None:
                     break
                 t["command"] = (f"cd {shlex.quote(bdirs[i].name)} && "
                                 f"{shlex.join(cmds[i][f][kind])}")
                 entry[kind] = t
             per.append(entry if len(entry) == len(KINDS) else None)
-        for i, e in enumerate(per):
+        for i, e in zip(ok_sides[f], per):
             if e:
                 out[(i, f)] = e
         if all(per):
             cache.put(key, {"sides": per})
-    return out
+    return out, errors
 
 
 def count_group(req, cache, tree, sides, cc, ccver, chash, timed):

@@ -67,6 +67,44 @@ def n_workers(c):
     return max(1, len(c.scheduler_info().get("workers", {})))
 
 
+WAIT_WORKERS_S = 120
+
+
+def _wait_workers(c):
+    """At least one worker, within WAIT_WORKERS_S; else exit 5."""
+    try:
+        c.wait_for_workers(1, timeout=WAIT_WORKERS_S)
+    except (TimeoutError, OSError) as e:
+        raise KexpandError(f"the Dask scheduler {c.scheduler.address} has had no "
+                           f"worker for {WAIT_WORKERS_S} s ({type(e).__name__}): start "
+                           "workers with `dask worker <address>` (README)", "infra")
+
+
+def _results(c, futs):
+    """(future, result) as they finish. Fails with exit 5, never hangs, when
+    the cluster loses every worker or the scheduler for WAIT_WORKERS_S."""
+    from distributed import wait
+    pending = set(futs)
+    while pending:
+        try:
+            done, pending = wait(pending, timeout=30, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            done = set()
+        except OSError as e:
+            raise KexpandError(f"lost the Dask scheduler {c.scheduler.address}: "
+                               f"{type(e).__name__}: {e}", "infra")
+        for fut in done:
+            try:
+                yield fut, fut.result()
+            except KexpandError:
+                raise
+            except Exception as e:       # KilledWorker, CommClosedError, ...
+                raise KexpandError(f"a Dask task failed: {type(e).__name__}: {e}",
+                                   "infra")
+        if not done:
+            _wait_workers(c)
+
+
 # --- tasks (run on the workers; module-level, so they pickle by name) ----------
 
 def analyze_task(bdir, rel, argv):
@@ -114,6 +152,9 @@ def _chunk(spec, files):
         bdir = build.build_dir(tree, commit, cc)
         config = build.Config(case.config, base=spec["config_base"],
                               strict=spec["strict"])
+        if config.hash() != spec["config_hash"]:
+            raise KexpandError("refused: its cases/ give another config (fragment "
+                               f"{case.config}) than the client's", "infra")
         stamp = bdir / ".kexpand-scan-built"
         if not (stamp.exists() and stamp.read_text() == config.hash()):
             build.configure(tree, bdir, cc, config, full=True)
@@ -155,10 +196,9 @@ def local_map(c, bdir, todo, progress=None):
 
 
 def _gather(c, futs, progress):
-    from distributed import as_completed
     out = {}
-    for i, fut in enumerate(as_completed(futs)):
-        out[futs[fut]] = fut.result()
+    for i, (fut, res) in enumerate(_results(c, futs)):
+        out[futs[fut]] = res
         if progress and (i + 1) % 200 == 0:
             progress.say(f"  scanned {i + 1}/{len(futs)}")
     return out
@@ -168,19 +208,19 @@ def remote_scan(c, spec, progress=None):
     """Remote mode: every file of spec's commit, in chunks over the
     cluster's workers. Returns ({rel: result}, the hosts that measured)."""
     key = _tag(spec["commit"], spec["config_hash"], spec["compiler_version"])
-    files = _raise(c.submit(list_task, spec, key=f"kx-files-{key}", pure=False,
-                            retries=3).result())["files"]
+    _wait_workers(c)
+    lst = c.submit(list_task, spec, key=f"kx-files-{key}", pure=False)
+    files = _raise(next(_results(c, [lst]))[1])["files"]
     n = min(len(files), n_workers(c) * CHUNKS_PER_WORKER) or 1
     chunks = [files[i::n] for i in range(n)]
     if progress:
         progress.say(f"  scanning {len(files)} C files on {n_workers(c)} Dask "
                      f"workers ({c.scheduler.address}), {n} chunks")
-    futs = {c.submit(chunk_task, spec, ch, pure=False, retries=3,
+    futs = {c.submit(chunk_task, spec, ch, pure=False,
                      key=f"kx-chunk-{key}-{_tag(*ch)}"): i for i, ch in enumerate(chunks)}
-    from distributed import as_completed
     out, hosts = {}, {}
-    for fut in as_completed(futs):
-        res = _raise(fut.result())
+    for fut, res in _results(c, futs):
+        res = _raise(res)
         for rel, r in res["files"].items():
             out[rel] = dict(r, host=res["host"], worker=res["worker"])
         hosts[res["host"]] = hosts.get(res["host"], 0) + len(res["files"])

@@ -274,17 +274,23 @@ def measure_point(req, case, tree, name, commit, cc, files, attribute=False):
 
 
 def measure_cost(req, case, tree, sides, cc, recs):
-    """Times (interleaved across the sides) and instruction counts of the
-    files measured ok at every side; added to the records `recs` (one per
-    side, in order) as time_E / time_c. sides: [(name, commit)]."""
+    """Times (interleaved across the sides where each file was measured
+    ok) and instruction counts, added to the records `recs` (one per side,
+    in order) as time_E / time_c; a timed command that fails makes its
+    file an error at that side. sides: [(name, commit)]."""
     cache = Cache(req.work)
     ccver = build.compiler_version(cc)
     chash = case_config(req, case).hash()
-    files = [f for f in recs[0]["files"]
-             if all(r["files"][f].get("status") == "ok" for r in recs)]
-    est = {f: max(r["files"][f]["analyze_seconds"] for r in recs) for f in files}
-    timed = cost.time_group(req, cache, tree, sides, cc, ccver, chash, files, est)
+    ok_sides = {f: [i for i, r in enumerate(recs) if r["files"][f].get("status") == "ok"]
+                for f in recs[0]["files"]}
+    ok_sides = {f: idx for f, idx in ok_sides.items() if idx}
+    est = {f: max(recs[i]["files"][f]["analyze_seconds"] for i in idx)
+           for f, idx in ok_sides.items()}
+    timed, errors = cost.time_group(req, cache, tree, sides, cc, ccver, chash,
+                                    ok_sides, est)
     cost.count_group(req, cache, tree, sides, cc, ccver, chash, timed)
     for (i, f), entry in timed.items():
         recs[i]["files"][f] = dict(recs[i]["files"][f], **entry)
+    for (i, f), err in errors.items():
+        recs[i]["files"][f] = {"status": "error", "error": err}
     return recs

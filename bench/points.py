@@ -118,6 +118,8 @@ def measure_commits(req, case, tree, todo, files, package, timed=True,
             recs.append(rec)
         if timed:
             engine.measure_cost(req, case, tree, todo, cc, recs)
+            if any(e["status"] != "ok" for r in recs for e in r["files"].values()):
+                worst = max(worst, 3)
         by_side[cc] = recs
         for rec in recs:
             rec = results.merge_record(req.results, rec)

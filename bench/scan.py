@@ -281,6 +281,9 @@ def cmd_scan(req, case):
     if bool(req.a) != bool(req.b):
         raise KexpandError("give both refs: make scan A=<ref> B=<ref> (or "
                            "neither, to scan every point)")
+    if req.kconfig and req.dask_scheduler:
+        raise KexpandError("KCONFIG= with DASK_SCHEDULER= is not supported yet (the "
+                           "workers would need the file): scan it locally, or use CONFIG=")
     cc = req.compilers[0] if req.compilers_given else "gcc"
     with work_lock(req.work):
         tree, repo, package = open_tree(req, case)

@@ -136,22 +136,29 @@ def check_controls(index, records):
     return bad
 
 
-def write_control_pairs(req, case, commits, files, package):
+def write_control_pairs(req, case, commits, files, package, names, by_side):
     """The built-in A/A check: each control point against its parent as a
     compare pair (results/compare/<parent>..<control>/pair.json), drawn by
     compare.py with the same rule as `make compare`. Byte-identical code:
-    every time difference it reports is noise."""
+    every time difference it reports is noise. The pair keeps the two
+    points' timings from this bench's interleaved runs (a later compare
+    that times one of them again does not mix into it)."""
     for p in case.points:
         if not (p.control and p.name in commits and p.parent in commits):
             continue
         a, b = commits[p.parent], commits[p.name]
+        timings = {}
+        if p.parent in names and p.name in names and not req.no_time:
+            ia, ib = names.index(p.parent), names.index(p.name)
+            timings = pair_timings({cc: (recs[ia], recs[ib])
+                                    for cc, recs in by_side.items()}, files)
         atomic_write_json(pair_dir(req, "compare", p.parent, p.name) / "pair.json", {
             "a": {"ref": p.parent, "commit": a, "subject": f"series point {p.parent}"},
             "b": {"ref": p.name, "commit": b, "subject": f"control point {p.name}: "
                   "expands byte for byte like its parent (an A/A check)"},
             "tree": str(req.work / "tree"), "package": package, "files": files,
             "compilers": req.compilers, "config": engine.case_config(req, case).describe(),
-            "command": shlex.join(sys.argv), "aa_check": True,
+            "command": shlex.join(sys.argv), "aa_check": True, "timings": timings,
             "make_command": f"make compare A={p.parent} B={p.name}"})
 
 
@@ -223,9 +230,10 @@ def cmd_bench(req, case):
             # first, so that each point's full build starts from a clean
             # build directory and its time is a clean-build time
             worst = max(worst, boot_points(req, case, tree, todo))
-        worst = max(worst, measure_commits(req, case, tree, todo, files, package,
-                                           timed=not req.no_time,
-                                           attribute=not req.no_macros)[0])
+        w, _, by_side = measure_commits(req, case, tree, todo, files, package,
+                                        timed=not req.no_time,
+                                        attribute=not req.no_macros)
+        worst = max(worst, w)
         # the whole series (no POINTS=): every commit between the points too
         line = [] if req.points else measure_series_line(req, case, tree, todo,
                                                          files, package)
@@ -236,7 +244,8 @@ def cmd_bench(req, case):
         results.write_boot_csv(req.results, index)
         if check_controls(index, records):
             worst = max(worst, 3)
-        write_control_pairs(req, case, commits, files, package)
+        write_control_pairs(req, case, commits, files, package,
+                            [n for n, _ in todo], by_side)
         write_last_bench(req, names, files, worst)
     print_table(rows)
     return worst

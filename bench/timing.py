@@ -159,7 +159,8 @@ def interleaved(sides, jobs, prepare, say=lambda s: None):
     """Run every job once per side per round, the sides alternating
     (round_order), until each job has its warmups and runs.
 
-    sides: labels; jobs: {key: (runs, warmup, command(side) -> (argv, cwd))};
+    sides: labels; jobs: {key: (runs, warmup, command(side) -> (argv, cwd),
+    or None where the job has no command at that side)};
     prepare(side) is called before a side's turn (a checkout). Returns
     ({(side, key): summary}, {(side, key): error text})."""
     rounds = max((w + n for n, w, _ in jobs.values()), default=0)
@@ -176,10 +177,14 @@ def interleaved(sides, jobs, prepare, say=lambda s: None):
             say(f"  round {r + 1}/{rounds}: {side} ({len(live)} commands)")
             for k in live:
                 n, w, command = jobs[k]
-                argv, cwd = command(side)
+                cmd = command(side)
+                if cmd is None:           # not measured at this side
+                    continue
                 try:
-                    s = run_once(argv, cwd)
+                    s = run_once(*cmd)
                 except KexpandError as e:
+                    if e.klass == "infra":
+                        raise
                     failed[(side, k)] = str(e)
                     continue
                 if r >= w:

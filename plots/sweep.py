@@ -8,7 +8,7 @@ TOP = 15
 def effect_plot(data, out_base):
     """Horizontal bars: each top option's effect ratio (median bytes on /
     off, log scale), a dot where toggling it alone confirmed it."""
-    rows = data["options"][:TOP][::-1]
+    rows = [r for r in data["options"] if r.get("effect_ratio")][:TOP][::-1]
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.8))

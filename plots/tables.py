@@ -233,11 +233,11 @@ def boot_markdown(rows):
 
 
 def scan_build_line(sa, sb):
-    if sb["build"].get("remote"):
+    if sa["build"].get("remote") or sb["build"].get("remote"):
         return (f"- measured on the Dask cluster {sb.get('dask_scheduler')}, each "
                 "worker building in its own work directory; files per host: "
                 f"{sa.get('hosts')} (A), {sb.get('hosts')} (B).")
-    return (f"- full build: {sa['build']['full_build_s']} s and "
+    return (f"- full build: {sa['build'].get('full_build_s')} s and "
             f"{sb['build']['full_build_s']} s (-j{sb['build']['jobs']}; "
             f"from clean: {sa['build']['from_clean']}, {sb['build']['from_clean']}).")
 

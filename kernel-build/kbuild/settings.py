@@ -182,7 +182,7 @@ def _numbers(req, get, args):
     req.threshold = get("threshold", "THRESHOLD")
     if req.threshold is not None:
         parse_threshold(req.threshold)
-    n = get("n", "N")
+    n = get("n", "N") if req.command == "sweep" else None
     req.sweep_n = parse_int("N", n, 2, 1000, 16) if n is not None else 16
     for key in ("top", "repeat"):
         if key in args:
