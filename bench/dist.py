@@ -24,10 +24,13 @@ import platform
 from contextlib import contextmanager
 from pathlib import Path
 
-from kbuild import build, series, trees
+from kbuild import build, series, settings, trees
 from kbuild.util import KexpandError, log, work_lock
 
 CHUNKS_PER_WORKER = 4
+# this worker process's compile commands per built (build dir, config):
+# a commit's chunks that land on one worker read them once
+_ENTRIES = {}
 
 
 def _tag(*parts):
@@ -130,8 +133,7 @@ def _chunk(spec, files):
     it has not), then measure `files`. Returns (results, every C file the
     build compiled)."""
     from . import scan
-    work = Path(os.environ.get("KEXPAND_WORK") or
-                Path.home() / ".cache" / "kexpand").resolve()
+    work = settings.work_dir(os.environ)
     with work_lock(work):
         case = series.load_case(spec["case"], Path(spec["cases_dir"]))
         if spec["kernel"]:
@@ -157,13 +159,16 @@ def _chunk(spec, files):
                                f"{case.config}) than the client's", "infra")
         stamp = bdir / ".kexpand-scan-built"
         if not (stamp.exists() and stamp.read_text() == config.hash()):
+            _ENTRIES.pop(str(bdir), None)
             build.configure(tree, bdir, cc, config, full=True)
             b = build.build_kernel(tree, bdir, cc, os.cpu_count() or 1)
             if not b.ok:
                 raise KexpandError(f"full build of {commit[:12]} failed:\n{b.log_tail}",
                                    "build")
             stamp.write_text(config.hash())
-        entries = dict(scan.compile_commands(tree, bdir))
+        if str(bdir) not in _ENTRIES:
+            _ENTRIES[str(bdir)] = dict(scan.compile_commands(tree, bdir))
+        entries = _ENTRIES[str(bdir)]
         missing = [f for f in files if f not in entries]
         if missing:
             raise KexpandError(f"its build compiled no {missing[0]}", "infra")

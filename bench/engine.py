@@ -56,6 +56,10 @@ class Cache:
     def macros_key(self, commit, cc, ccver, chash, f):
         return self._key(commit, cc, ccver, chash, f, "macros", macros.VERSION)
 
+    def sweep_key(self, commit, ccver, config_sha, f):
+        """One file under one .config of a sweep (bench/sweep.py), gcc."""
+        return self._key(commit, "gcc", ccver, config_sha, f, "sweep", ANALYZER_VERSION)
+
     def scanfile_key(self, cc, ccver, inputs):
         """One file of a scan, by the hash of everything its -E output
         depends on (bench/scan.py input_key), whatever the commit."""

@@ -167,13 +167,19 @@ def scan_build(tree, bdir, client, progress=None, known_seconds=None, reuse=None
         files[rel] = res
         if reuse and keys.get(rel) and res["status"] == "ok":
             cache.put(cache.scanfile_key(cc, ccver, keys[rel]), res)
-    wall = time.monotonic() - t0
+    return summary(files, [rel for rel, _ in todo], time.monotonic() - t0, workers)
+
+
+def summary(files, measured, wall, workers):
+    """The scan record's figures: files {rel: result}, `measured` the ones
+    measured now (the rest reused), wall seconds, and the ideal time
+    (measured files x their median time / workers) it is compared with."""
     ok = [v for v in files.values() if v["status"] == "ok"]
-    measured = [files[rel]["seconds"] for rel, _ in todo]
-    med = statistics.median(measured) if measured else 0.0
-    ideal = len(todo) * med / workers
-    return {"files": files, "n_files": n, "n_ok": len(ok),
-            "n_measured": len(todo), "n_reused": n - len(todo),
+    secs = [files[rel]["seconds"] for rel in measured]
+    med = statistics.median(secs) if secs else 0.0
+    ideal = len(measured) * med / workers
+    return {"files": files, "n_files": len(files), "n_ok": len(ok),
+            "n_measured": len(measured), "n_reused": len(files) - len(measured),
             "total_bytes": sum(v["bytes"] for v in ok),
             "scan_seconds": round(wall, 2), "workers": workers,
             "median_file_seconds": round(med, 4),
@@ -212,19 +218,10 @@ def remote_scan(req, case, c, commit, cc, ccver, config):
             "strict": req.strict_config}
     t0 = time.monotonic()
     files, hosts = dist.remote_scan(c, spec, req.progress)
-    ok = [v for v in files.values() if v["status"] == "ok"]
-    wall = time.monotonic() - t0
-    med = statistics.median(v["seconds"] for v in files.values()) if files else 0.0
-    ideal = len(files) * med / dist.n_workers(c)
-    return {"files": dict(sorted(files.items())), "n_files": len(files),
-            "n_ok": len(ok), "n_measured": len(files), "n_reused": 0,
-            "total_bytes": sum(v["bytes"] for v in ok),
-            "scan_seconds": round(wall, 2), "median_file_seconds": round(med, 4),
-            "ideal_seconds": round(ideal, 2),
-            "overhead_ratio": round(wall / ideal, 3) if ideal else None,
-            "workers": dist.n_workers(c), "dask_scheduler": req.dask_scheduler,
-            "hosts": hosts,
-            "build": {"remote": True, "full_build_s": None, "from_clean": None}}
+    files = dict(sorted(files.items()))
+    return dict(summary(files, list(files), time.monotonic() - t0, dist.n_workers(c)),
+                dask_scheduler=req.dask_scheduler, hosts=hosts,
+                build={"remote": True, "full_build_s": None, "from_clean": None})
 
 
 def scan_points(req, case, tree, todo, cc):

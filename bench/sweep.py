@@ -14,6 +14,7 @@ plot is drawn by compare.py. Every configuration is kept (seed, .config
 hash, bytes; the .config itself in the work directory)."""
 import hashlib
 import math
+import os
 import re
 import shlex
 import statistics
@@ -162,8 +163,8 @@ class Sweep:
         chash = hashlib.sha256(text).hexdigest()[:16]
         rec = {"id": cid, "kind": kind, "config_sha256": chash,
                "options": read_config(bdir / ".config")}
-        key = self.cache._key(self.commit, "gcc", build.compiler_version("gcc"),
-                              chash, self.rel, "sweep", engine.ANALYZER_VERSION)
+        key = self.cache.sweep_key(self.commit, build.compiler_version("gcc"),
+                                   chash, self.rel)
         got = self.cache.get(key)
         if got is None:
             self.req.progress.say(f"  config {cid} ({kind}): building {build.obj_of(self.rel)}")
@@ -183,19 +184,15 @@ class Sweep:
         return rec
 
     def named(self, base):
+        """base + the case's fragment, as every other measurement configures
+        (build.configure; an option the base cannot take is a warning)."""
         cfg = build.Config(self.case.config, base=base, strict=False)
-
-        def how(bdir):
-            self.make(bdir, base)
-            run([str(self.tree / "scripts/kconfig/merge_config.sh"), "-m", "-O",
-                 str(bdir), str(bdir / ".config"), str(cfg.fragment)],
-                what="merge_config.sh", klass="build")
-        return how
+        return lambda bdir: build.configure(self.tree, bdir, self.cc, cfg)
 
     def random(self, seed, allconfig):
         def how(bdir):
             self.make(bdir, "randconfig", env=dict(
-                __import__("os").environ, KCONFIG_SEED=str(seed),
+                os.environ, KCONFIG_SEED=str(seed),
                 KCONFIG_ALLCONFIG=str(allconfig)))
         return how
 

@@ -84,15 +84,24 @@ def scan(env, base, name, **extra):
     p = mk(e, "scan", CASE="fake", A="before", B="after", timeout=600, **extra)
     assert p.returncode == 0, p.stderr[-3000:]
     res = base / f"results-{name}"
-    files = {}
-    for rec in sorted(res.glob("*/scan-gcc.json")):
-        r = json.loads(rec.read_text())
-        files[r["commit"]] = {f: {k: v[k] for k in ("status", "bytes", "lines",
-                                                    "longest_line_bytes", "hot")}
-                              for f, v in r["files"].items()}
+    files, recs = scanned(res)
+    for r in recs:
         hosts = {v["host"] for v in r["files"].values()}
         assert hosts and all(hosts)       # every file names who measured it
     return (res / "scan/before..after/ranking.csv").read_bytes(), files, p
+
+
+def scanned(res):
+    """The measured figures of each commit's scan record under `res` (not
+    the seconds or hosts, which differ from run to run), and the records."""
+    files, recs = {}, []
+    for rec in sorted(res.glob("*/scan-gcc.json")):
+        r = json.loads(rec.read_text())
+        recs.append(r)
+        files[r["commit"]] = {f: {k: v[k] for k in ("status", "bytes", "lines",
+                                                    "longest_line_bytes", "hot")}
+                              for f, v in r["files"].items()}
+    return files, recs
 
 
 def test_dask_workers_give_the_local_results(many):
@@ -137,13 +146,8 @@ def test_a_worker_killed_mid_scan_loses_nothing(many):
         cl.stop()
     res = base / "results-dask"
     assert (res / "scan/before..after/ranking.csv").read_bytes() == local_rank
-    files, by = {}, set()
-    for rec in sorted(res.glob("*/scan-gcc.json")):
-        r = json.loads(rec.read_text())
-        files[r["commit"]] = {f: {k: v[k] for k in ("status", "bytes", "lines",
-                                                    "longest_line_bytes", "hot")}
-                              for f, v in r["files"].items()}
-        by |= {v["worker"] for v in r["files"].values()}
+    files, recs = scanned(res)
+    by = {v["worker"] for r in recs for v in r["files"].values()}
     assert files == local_files
     # the survivor measured what the killed worker was doing
     assert "w0" in by

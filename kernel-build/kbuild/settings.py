@@ -148,10 +148,16 @@ def from_env(command, args=None, env=None):
     return req
 
 
-def _paths(req, env):
+def work_dir(env):
+    """KEXPAND_WORK, default ${XDG_CACHE_HOME:-$HOME/.cache}/kexpand (also
+    a Dask worker's own, from the worker's environment)."""
     work = env.get("KEXPAND_WORK") or str(
         Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kexpand")
-    req.work = Path(work).expanduser().resolve()
+    return Path(work).expanduser().resolve()
+
+
+def _paths(req, env):
+    req.work = work_dir(env)
     req.results = Path(env.get("KEXPAND_RESULTS") or REPO / "results"
                        ).expanduser().resolve()
     req.cases_dir = Path(env.get("KEXPAND_CASES") or REPO / "cases").resolve()
