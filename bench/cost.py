@@ -2,7 +2,9 @@
 (bench/timing.py) and instruction counts (bench/icount.py), for a group
 of commits measured together (all points of `make bench`; A and B of
 `make compare`). Called after engine.measure_point() has built and
-expanded every side, so every build dir holds its commit's objects.
+expanded every side, so every build dir holds its commit's objects, and
+has counted the instructions (count_plan, count_one: exact, so they run
+beside the expansion, JOBS at a time; the timed runs come last, alone).
 
 Each file's time_E / time_c entry: the timing summary (median_s, ...,
 cpu_median_s, samples, interleaved) plus `instructions`,
@@ -21,12 +23,12 @@ VERSION = "1"
 KINDS = ("time_E", "time_c")
 
 
-def commands(bdir, f, cc, scratch, long_name=False):
-    """The timed -E and -c commands of f; the scratch object is named by
-    the file's stem, or by its whole path where two files share a stem
-    (their counts may run at the same time)."""
+def commands(bdir, f, cc, scratch):
+    """The timed (and counted) -E and -c commands of f; the scratch object
+    is named by the file's whole path, so two files that share a stem never
+    write the same object when their counts run at the same time."""
     argv = build.compile_command(bdir, f)
-    obj = f.replace("/", "_")[:-2] if long_name else Path(f).stem
+    obj = f.replace("/", "_")[:-2]
     return {"time_E": build.preprocess_command(argv, "/dev/null"),
             "time_c": build.object_command(argv, str(scratch / f"{cc}-{obj}.o"))}
 
@@ -40,18 +42,23 @@ def side_labels(sides):
     return names
 
 
-def time_group(req, cache, tree, sides, cc, ccver, chash, ok_sides, estimates):
+def time_group(req, cache, tree, sides, cc, ccver, chash, ok_sides, estimates,
+               counted):
     """Interleaved runs of every file's -E and -c at the sides where it was
     measured ok. sides: [(name, commit)]; ok_sides: {file: [side index]};
-    estimates: {file: seconds of one -E} for the run counts. Returns
+    estimates: {file: seconds of one -E} and counted: {(file, kind): True
+    where instructions were counted at every side} choose the run counts
+    (timing.choose_runs). Returns
     ({(side index, file): {"time_E": ..., "time_c": ...}}, {(side index,
     file): error}); cached per file and group of commits."""
     commits = [c for _, c in sides]
     labels = side_labels(sides)
     out, todo = {}, []
     for f, idx in ok_sides.items():
-        runs = timing.choose_runs(estimates[f], req.runs)
-        key = cache.group_time_key([commits[i] for i in idx], cc, ccver, chash, f, req.runs)
+        runs = {k: timing.choose_runs(estimates[f], req.runs, counted[(f, k)])
+                for k in KINDS}
+        key = cache.group_time_key([commits[i] for i in idx], cc, ccver, chash, f,
+                                   req.runs or "/".join(str(runs[k]) for k in KINDS))
         got = cache.get(key)
         if isinstance(got, dict) and isinstance(got.get("sides"), list) and \
                 len(got["sides"]) == len(idx):
@@ -64,14 +71,13 @@ def time_group(req, cache, tree, sides, cc, ccver, chash, ok_sides, estimates):
     scratch = Path(tree).parent / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
     bdirs = [build.build_dir(tree, c, cc) for c in commits]
-    stems = [Path(f).stem for f, *_ in todo]
-    cmds = {i: {f: commands(bdirs[i], f, cc, scratch, stems.count(Path(f).stem) > 1)
+    cmds = {i: {f: commands(bdirs[i], f, cc, scratch)
                 for f, *_ in todo if i in ok_sides[f]} for i in range(len(sides))}
 
     def command(lab, f, kind):
         i = labels.index(lab)
         return (cmds[i][f][kind], bdirs[i]) if f in cmds[i] else None
-    jobs = {(f, kind): (runs, warm, lambda lab, f=f, kind=kind: command(lab, f, kind))
+    jobs = {(f, kind): (runs[kind], warm, lambda lab, f=f, kind=kind: command(lab, f, kind))
             for f, runs, warm, _ in todo for kind in KINDS}
     req.progress.say(f"  timing {len(todo)} files x {len(sides)} commits ({cc}), "
                      "interleaved")
@@ -103,62 +109,55 @@ def time_group(req, cache, tree, sides, cc, ccver, chash, ok_sides, estimates):
     return out, errors
 
 
-def count_group(req, cache, tree, sides, cc, ccver, chash, timed):
-    """Add instruction counts to the timed entries {(side, file): entry}:
-    each (commit, file, kind) once (counts are deterministic), cached;
-    commands whose native CPU median is over ICOUNT_CAP seconds are not
-    counted and say so. A commit's commands are counted JOBS at a time:
-    other work on the machine does not change a count (the timed runs are
-    over by now)."""
+def count_plan(req, cache, commit, cc, ccver, chash, f, kind, estimate):
+    """What to do about the instruction count of f's `kind` command at one
+    commit: ("have", result) when cached or not to be counted (the result
+    then says why), ("count", cache key) otherwise. Only -E is capped:
+    a -E whose preprocessor took more than ICOUNT_CAP CPU seconds in the
+    expansion run (`estimate`) is not counted; -c is always counted, since
+    it decides the verdict of a compare."""
     src, why = icount.source()
-    todo = {}
-    for (i, f), entry in sorted(timed.items()):
-        commit = sides[i][1]
-        for kind in KINDS:
-            t = entry[kind]
-            cpu = t.get("cpu_median_s") or t["median_s"]
-            if src is None or req.icount_cap == 0:
-                t.update(instructions=None, instructions_source="",
-                         instructions_note=why if src is None else "ICOUNT_CAP=0")
-            elif cpu > req.icount_cap:
-                t.update(instructions=None, instructions_source="",
-                         instructions_note=f"not counted: native CPU median {cpu:.1f} s "
-                         f"is over the {req.icount_cap} s cap (ICOUNT_CAP)")
-            else:
-                key = cache.icount_key(commit, cc, ccver, chash, f, kind, src)
-                c = cache.get(key)
-                if isinstance(c, dict) and isinstance(c.get("instructions"), int):
-                    _note(t, c)
-                else:
-                    todo.setdefault(i, []).append((f, kind, t, key))
-    for i, jobs in todo.items():
-        name, commit = sides[i]
-        series.checkout(tree, commit)
-        bdir = build.build_dir(tree, commit, cc)
-        req.progress.say(f"  counting instructions of {len(jobs)} commands "
-                         f"({name}, {cc}, {src}, {req.jobs} at a time)")
-
-        def one(job):
-            f, kind, t, key = job
-            argv = shlex.split(t["command"].split(" && ", 1)[1])
-            try:
-                return job, icount.count(argv, bdir, cc)
-            except KexpandError as e:
-                if e.klass == "infra":
-                    raise
-                return job, {"error": str(e)[:300]}
-        with req.split.timed("instruction counts"), \
-                ThreadPoolExecutor(max_workers=req.jobs) as ex:
-            for (f, kind, t, key), c in ex.map(one, jobs):
-                if "error" in c:
-                    t.update(instructions=None, instructions_source="",
-                             instructions_note=c["error"])
-                    continue
-                cache.put(key, c)
-                _note(t, c)
-    return timed
+    if src is None or req.icount_cap == 0:
+        return "have", {"instructions": None, "instructions_source": "",
+                        "instructions_note": why if src is None else "ICOUNT_CAP=0"}
+    if kind == "time_E" and estimate > req.icount_cap:
+        return "have", {"instructions": None, "instructions_source": "",
+                        "instructions_note": f"not counted: the preprocessor took "
+                        f"{estimate:.1f} s of CPU, over the {req.icount_cap} s cap "
+                        "(ICOUNT_CAP)"}
+    key = cache.icount_key(commit, cc, ccver, chash, f, kind, src)
+    c = cache.get(key)
+    if isinstance(c, dict) and isinstance(c.get("instructions"), int):
+        return "have", c
+    return "count", key
 
 
-def _note(t, c):
-    t.update(c, count_slowdown=round(c["count_s"] / t["median_s"], 2))
-    t.pop("instructions_note", None)
+def count_one(cache, key, bdir, f, cc, kind):
+    """Count f's `kind` command in bdir (its commit checked out); cached.
+    A command that fails is recorded as not counted; a counter that does
+    not work is an infra error."""
+    scratch = Path(bdir).parent.parent / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    argv = commands(bdir, f, cc, scratch)[kind]
+    try:
+        c = icount.count(argv, bdir, cc)
+    except KexpandError as e:
+        if e.klass == "infra":
+            raise
+        return {"instructions": None, "instructions_source": "",
+                "instructions_note": str(e)[:300]}
+    cache.put(key, c)
+    return c
+
+
+def add_counts(entry, counts):
+    """Move the counts measured with the expansion into the timed entries
+    (time_E, time_c) of a file entry, with the count's slowdown."""
+    for kind, c in (counts or {}).items():
+        t = entry.get(kind)
+        if t is None:
+            continue
+        t.update(c)
+        if c.get("instructions") is not None:
+            t["count_slowdown"] = round(c["count_s"] / t["median_s"], 2)
+            t.pop("instructions_note", None)

@@ -6,6 +6,7 @@ import hashlib
 import json
 import shlex
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kbuild import build, series
@@ -37,7 +38,7 @@ class Cache:
     def group_time_key(self, commits, cc, ccver, chash, f, runs):
         """One file's interleaved runs at a group of commits (bench/cost.py)."""
         return self._key(commits, cc, ccver, chash, f, "interleaved",
-                         cost.VERSION, f"runs={runs or 'auto'}")
+                         cost.VERSION, f"runs={runs}")
 
     def icount_key(self, commit, cc, ccver, chash, f, kind, source):
         return self._key(commit, cc, ccver, chash, f, kind, "icount", source,
@@ -86,13 +87,14 @@ class Cache:
 
 def analyze(cmd, cwd, top=TOP_LINES):
     """Run a preprocess command into the C analyzer through a pipe (never
-    a temporary file). Returns (analysis, seconds). The preprocessor failing
+    a temporary file). Returns (analysis, seconds); analysis["cpp_cpu_s"]
+    is the preprocessor's CPU time (wait4). The preprocessor failing
     is a 'build' error (the code under test); the analyzer, 'infra'."""
     if not ANALYZER.exists():
         raise KexpandError(f"{ANALYZER} missing: run 'make -C {REPO} "
                            "bench/kx-analyze'", "infra")
     t0 = time.monotonic()
-    out, aerr, prc, perr, arc = pipe(cmd, [str(ANALYZER), "-n", str(top)], cwd)
+    out, aerr, prc, perr, arc, cpu = pipe(cmd, [str(ANALYZER), "-n", str(top)], cwd)
     secs = time.monotonic() - t0
     if prc != 0:
         tail = "\n".join(perr.decode(errors="replace").splitlines()[-15:])
@@ -101,7 +103,9 @@ def analyze(cmd, cwd, top=TOP_LINES):
     if arc != 0:
         raise KexpandError(f"kx-analyze failed: {aerr.decode(errors='replace')}",
                            "infra")
-    return json.loads(out), secs
+    a = json.loads(out)
+    a["cpp_cpu_s"] = round(cpu, 3)
+    return a, secs
 
 
 def tree_path(p):
@@ -150,6 +154,7 @@ def measure_file(bdir, src):
         "macro_totals": a["totals"],
         "hot_lines": hot,
         "analyze_seconds": round(secs, 3),
+        "cpp_cpu_s": a["cpp_cpu_s"],
         "command": f"cd {shlex.quote(bdir.name)} && {shlex.join(pcmd)} | "
                    f"{ANALYZER.relative_to(REPO)} -n {TOP_LINES}",
     }
@@ -181,14 +186,23 @@ def _owner(bdir, chash):
 
 def built(bdir, chash, files):
     """Every file's object was built in bdir, at its commit, with this
-    config: measuring them again (a new kind, a new analyzer) needs no
-    build."""
+    config (or the whole kernel was: "*"): measuring them again (a new
+    kind, a new analyzer) needs no build. Building again would not be
+    free: checkouts of other commits leave newer files behind, so make
+    would recompile objects that are already this commit's."""
     stamp, done = bdir / ".kexpand-config", bdir / BUILT
     if not (stamp.exists() and done.exists()) or stamp.read_text().strip() != chash:
         return False
     have = set(done.read_text().split())
     return _owner(bdir, chash) in have and all(
-        build.obj_of(f) in have and build.cmd_file(bdir, f).exists() for f in files)
+        (build.obj_of(f) in have or "*" in have) and build.cmd_file(bdir, f).exists()
+        for f in files)
+
+
+def note_full_build(bdir):
+    """The whole kernel was built in bdir at its commit: every object with
+    a command file is this commit's."""
+    note_built(bdir, build.BuildResult(True, 0.0, "", []), ["*"])
 
 
 def note_built(bdir, b, targets):
@@ -209,11 +223,15 @@ def case_config(req, case):
                         strict=req.strict_config)
 
 
-def measure_point(req, case, tree, name, commit, cc, files, attribute=False):
-    """Expansion and (if `attribute`) the macros of each file at one
-    (commit, compiler); builds only what is not in the cache. Returns the
-    record. Times and instruction counts are measured afterwards for the
-    whole group of commits (measure_cost)."""
+def measure_point(req, case, tree, name, commit, cc, files, attribute=False,
+                  count=False):
+    """Expansion, (if `attribute`) the macros and (if `count`) the
+    instruction counts of each file at one (commit, compiler); builds only
+    what is not in the cache. These measurements are exact (bytes, counts),
+    so they run JOBS at a time; the timed runs come afterwards, alone, for
+    the whole group of commits (measure_cost). Returns the record; with
+    `count`, each ok entry carries "counts" {time_E, time_c} until
+    measure_cost moves them into its timed entries."""
     cache = Cache(req.work)
     bdir = build.build_dir(tree, commit, cc)
     ccver = build.compiler_version(cc)
@@ -233,43 +251,85 @@ def measure_point(req, case, tree, name, commit, cc, files, attribute=False):
             v = cache.get(key(f, k))
             got[(f, k)] = v if v is None or valid[k](v) else None
     todo = [f for f in files if any(got[(f, k)] is None for k in kinds)]
+    counts, to_count = {f: {} for f in files}, {f: [] for f in files}
+
+    def plan(f, kinds_):
+        for kind in kinds_:
+            e = got[(f, "expand")] if kind == "time_E" else {"analyze_seconds": 0}
+            est = e.get("cpp_cpu_s", e["analyze_seconds"])
+            what, v = cost.count_plan(req, cache, commit, cc, ccver, chash, f, kind, est)
+            if what == "have":
+                counts[f][kind] = v
+            else:
+                to_count[f].append((kind, v))
+    if count:
+        for f in files:
+            if f not in todo and got[(f, "expand")].get("status") == "ok":
+                plan(f, cost.KINDS)
+    need = [f for f in files if f in todo or to_count[f]]
     build_info, failed = None, {}
-    if todo:
+    if need:
         series.checkout(tree, commit)
-        if built(bdir, chash, todo):
+        if built(bdir, chash, need):
             # a build dir is only ever built at its one commit: its objects,
             # .cmd files and generated headers are still this commit's
             b = build.BuildResult(True, 0.0, "", [])
         else:
-            b = _build_objects(req, case, tree, bdir, name, cc, todo)
+            b = _build_objects(req, case, tree, bdir, name, cc, need)
             build_info = {"ok": b.ok, "seconds": round(b.seconds, 1),
-                          "targets": [build.obj_of(f) for f in todo], "failed": b.failed}
+                          "targets": [build.obj_of(f) for f in need], "failed": b.failed}
             note_built(bdir, b, build_info["targets"])
-        for f in todo:
-            if build.obj_of(f) in b.failed:
-                failed[f] = {"status": "build-failure", "log_tail": b.log_tail}
-                continue
+
+        def count_now(f, kind, k):
+            req.progress.say(f"  counting instructions of {f} "
+                             f"({'-E' if kind == 'time_E' else '-c'}, {name}, {cc})")
+            counts[f][kind] = cost.count_one(cache, k, bdir, f, cc, kind)
+
+        def chain(f):
+            """f's expansion, then its macros and its -E count (which needs
+            the expansion's CPU time for the cap)."""
             try:
                 if got[(f, "expand")] is None:
                     req.progress.say(f"  preprocessing {f} ({name}, {cc})")
-                    with req.split.timed("expansion"):
-                        got[(f, "expand")] = measure_file(bdir, f)
+                    got[(f, "expand")] = measure_file(bdir, f)
                     cache.put(key(f, "expand"), got[(f, "expand")])
                 if "macros" in kinds and got[(f, "macros")] is None:
                     req.progress.say(f"  attributing {f} to macros ({name}, {cc})")
-                    with req.split.timed("attribution"):
-                        m = macros.measure(bdir, f, cc, got[(f, "expand")])
+                    m = macros.measure(bdir, f, cc, got[(f, "expand")])
                     got[(f, "macros")] = m
                     if m["status"] != "error":      # tool failures are retried
                         cache.put(key(f, "macros"), m)
+                if count:
+                    plan(f, ["time_E"])
+                    for kind, k in to_count[f]:
+                        count_now(f, kind, k)
             except KexpandError as e:
                 if e.klass == "infra":
                     raise
                 failed[f] = {"status": "error", "error": str(e)}
+
+        ok = [f for f in need if build.obj_of(f) not in b.failed]
+        for f in need:
+            if f not in ok:
+                failed[f] = {"status": "build-failure", "log_tail": b.log_tail}
+        work = [(chain, (f,)) for f in ok if f in todo]
+        if count:
+            # -c needs no estimate: counted beside the chains (the files
+            # with a cached expansion were planned above)
+            for f in ok:
+                if f in todo:
+                    plan(f, ["time_c"])
+                work += [(count_now, (f, kind, k)) for kind, k in to_count[f]]
+                to_count[f] = []
+        if work:
+            with req.split.timed("expansion, macros, counts"):
+                _run_all(work, req.jobs)
     entries = {}
     for f in files:
         entries[f] = failed.get(f) or dict(
             got[(f, "expand")], **{k: got[(f, k)] for k in kinds[1:]})
+        if count and f not in failed:
+            entries[f]["counts"] = counts[f]
     rec = results.header("kexpand.expansion", case.name, name, commit, cc,
                          ccver, chash)
     rec.update({"arch": build.ARCH, "build_dir": bdir.name,
@@ -277,24 +337,47 @@ def measure_point(req, case, tree, name, commit, cc, files, attribute=False):
     return rec
 
 
+def _run_all(work, jobs):
+    """Run [(function, args)] `jobs` at a time, in order of submission;
+    the first exception (an infra error, Ctrl-C) is raised after the
+    running ones finish."""
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
+        futures = [ex.submit(fn, *args) for fn, args in work]
+        try:
+            for fut in futures:
+                fut.result()
+        except BaseException:
+            for fut in futures:
+                fut.cancel()
+            raise
+
+
 def measure_cost(req, case, tree, sides, cc, recs):
     """Times (interleaved across the sides where each file was measured
-    ok) and instruction counts, added to the records `recs` (one per side,
-    in order) as time_E / time_c; a timed command that fails makes its
-    file an error at that side. sides: [(name, commit)]."""
+    ok), added to the records `recs` (one per side, in order) as time_E /
+    time_c with the instruction counts measure_point took; a timed command
+    that fails makes its file an error at that side. sides: [(name, commit)]."""
     cache = Cache(req.work)
     ccver = build.compiler_version(cc)
     chash = case_config(req, case).hash()
     ok_sides = {f: [i for i, r in enumerate(recs) if r["files"][f].get("status") == "ok"]
                 for f in recs[0]["files"]}
     ok_sides = {f: idx for f, idx in ok_sides.items() if idx}
-    est = {f: max(recs[i]["files"][f]["analyze_seconds"] for i in idx)
-           for f, idx in ok_sides.items()}
+    entry = lambda i, f: recs[i]["files"][f]        # noqa: E731
+    est = {f: max(entry(i, f).get("cpp_cpu_s", entry(i, f)["analyze_seconds"])
+                  for i in idx) for f, idx in ok_sides.items()}
+    counted = {(f, k): all((entry(i, f).get("counts") or {}).get(k, {})
+                           .get("instructions") is not None for i in idx)
+               for f, idx in ok_sides.items() for k in cost.KINDS}
     timed, errors = cost.time_group(req, cache, tree, sides, cc, ccver, chash,
-                                    ok_sides, est)
-    cost.count_group(req, cache, tree, sides, cc, ccver, chash, timed)
-    for (i, f), entry in timed.items():
-        recs[i]["files"][f] = dict(recs[i]["files"][f], **entry)
+                                    ok_sides, est, counted)
+    for (i, f), t in timed.items():
+        e = dict(entry(i, f), **t)
+        cost.add_counts(e, e.pop("counts", None))
+        recs[i]["files"][f] = e
     for (i, f), err in errors.items():
         recs[i]["files"][f] = {"status": "error", "error": err}
+    for r in recs:
+        for e in r["files"].values():
+            e.pop("counts", None)
     return recs

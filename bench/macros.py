@@ -48,7 +48,7 @@ def own_bytes(bdir, argv, hot_at):
     flags, src = build.strip_output(argv)
     cmd = flags + ["-E", "-fdebug-cpp", "-o", "-", src]
     tool = [str(OWN_TOOL), "-n", str(TOP)] + (["-l", hot_at] if hot_at else [])
-    out, aerr, prc, perr, arc = pipe(cmd, tool, bdir)
+    out, aerr, prc, perr, arc, _ = pipe(cmd, tool, bdir)
     if prc != 0:
         raise _fail("gcc -E -fdebug-cpp", cmd, prc, perr)
     if arc != 0:

@@ -97,10 +97,10 @@ def pair_dir(req, kind, a, b):
 
 def measure_commits(req, case, tree, todo, files, package, timed=True,
                     attribute=True, compilers=None):
-    """Measure [(name, commit)] x compilers x files through the cache and
-    write one record per (commit, compiler); then (if `timed`) time all
-    commits of `todo` together, interleaved, count instructions, and write
-    the records again. Returns the worst exit code, the records written by
+    """Measure [(name, commit)] x compilers x files through the cache (and,
+    if `timed`, count instructions) and write one record per (commit,
+    compiler); then (if `timed`) time all commits of `todo` together,
+    interleaved, and write the records again. Returns the worst exit code, the records written by
     (commit, compiler), and the records by compiler in the order of
     `todo` (an A/A compare has the same commit twice)."""
     worst, written, by_side = 0, {}, {}
@@ -109,12 +109,15 @@ def measure_commits(req, case, tree, todo, files, package, timed=True,
         for name, commit in todo:
             req.progress.step(f"{name} / {cc}")
             rec = engine.measure_point(req, case, tree, name, commit, cc, files,
-                                       attribute=attribute)
+                                       attribute=attribute, count=timed)
             rec["package"] = package
             if any(e["status"] != "ok" for e in rec["files"].values()):
                 worst = max(worst, 3)
-            # written before the timed runs: nothing measured is lost if they fail
-            results.write_record(req.results, results.merge_record(req.results, rec))
+            # written before the timed runs: nothing measured is lost if they
+            # fail (the counts join the timed entries afterwards)
+            early = dict(rec, files={f: {k: v for k, v in e.items() if k != "counts"}
+                                     for f, e in rec["files"].items()})
+            results.write_record(req.results, results.merge_record(req.results, early))
             recs.append(rec)
         if timed:
             engine.measure_cost(req, case, tree, todo, cc, recs)

@@ -21,7 +21,7 @@ SCHEMA = 1
 OTHER_KINDS = ("kexpand.boot", "kexpand.conformance", "kexpand.scan")
 BOOT_COLUMNS = ["point", "commit", "status", "boot_s", "tests_passed",
                 "tests_failed", "tests_skipped", "class", "failures",
-                "kernel_build_s"]
+                "kernel_build_s", "kernel_build_from"]
 SUMMARY_COLUMNS = ["point", "commit", "compiler", "file", "status",
                    "expanded_bytes", "lines", "longest_line_bytes",
                    "code_bytes", "hot_line", "hot_line_bytes",

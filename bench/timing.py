@@ -22,12 +22,16 @@ GNU_TIME = "/usr/bin/time"
 OUTLIER_Z = 14.0      # hyperfine's threshold on the modified Z-score
 
 
-def choose_runs(estimate_s, override=None):
-    """Timed runs per command. RUNS= (validated up front) overrides;
-    otherwise fewer runs for slow commands so that a whole `make bench`
-    stays under an hour here."""
+def choose_runs(estimate_s, override=None, counted=False):
+    """Timed runs per command. RUNS= (validated up front) overrides.
+    Where time decides the verdict (no instruction count at some side):
+    5 runs, 3 for commands over 2 s, 2 over 15 s (the fewest Welch's test
+    takes). Where instructions decide at every side (`counted`), the times
+    are context and cost less: 3 runs, 2 over 2 s, 1 over 15 s."""
     if override:
         return override
+    if counted:
+        return 3 if estimate_s < 2 else 2 if estimate_s < 15 else 1
     if estimate_s < 2:
         return 5
     if estimate_s < 15:

@@ -129,3 +129,61 @@ def test_counts_repeat_and_grow_with_the_work(tmp_path, cc):
         assert one["processes"] == (3 if cc == "gcc" else 1)   # driver, cc1, as
     with pytest.raises(Exception, match="failed"):
         icount.count([cc, "-c", "missing.c"], tmp_path, cc)
+
+
+# --- where the work goes ------------------------------------------------------------
+
+def test_runs_go_where_time_decides():
+    # time decides (some side not counted): enough runs for Welch's test
+    assert [timing.choose_runs(s) for s in (0.5, 5, 40)] == [5, 3, 2]
+    # instructions decide at every side: the times are context
+    assert [timing.choose_runs(s, counted=True) for s in (0.5, 5, 40)] == [3, 2, 1]
+    assert timing.choose_runs(40, override=7, counted=True) == 7
+
+
+class _Req:
+    def __init__(self, cap):
+        self.icount_cap = cap
+
+
+def test_count_plan_caps_only_the_preprocessor(tmp_path, monkeypatch):
+    from bench import cost, engine
+    monkeypatch.setattr(icount, "source", lambda: ("qemu-tcg", "test"))
+    cache = engine.Cache(tmp_path)
+    args = ("c0ffee", "gcc", "gcc 12", "h", "mm/x.c")
+    what, v = cost.count_plan(_Req(60), cache, *args, "time_E", 61.0)
+    assert what == "have" and v["instructions"] is None
+    assert "61.0 s of CPU, over the 60 s cap (ICOUNT_CAP)" in v["instructions_note"]
+    # -c is counted whatever the estimate; a cached count is reused
+    what, key = cost.count_plan(_Req(60), cache, *args, "time_c", 0)
+    assert what == "count"
+    cache.put(key, {"instructions": 5, "instructions_source": "qemu-tcg",
+                    "count_s": 1.0, "processes": 2})
+    assert cost.count_plan(_Req(60), cache, *args, "time_c", 0)[0] == "have"
+    what, v = cost.count_plan(_Req(0), cache, *args, "time_c", 0)
+    assert what == "have" and v["instructions_note"] == "ICOUNT_CAP=0"
+    # the counts join the timed entries with their slowdown
+    e = {"time_c": {"median_s": 0.5}, "time_E": {"median_s": 0.1}}
+    cost.add_counts(e, {"time_c": {"instructions": 5, "count_s": 2.0},
+                        "time_E": {"instructions": None, "instructions_note": "x"}})
+    assert e["time_c"]["count_slowdown"] == 4.0 and e["time_E"]["instructions_note"] == "x"
+
+
+def test_a_whole_kernel_build_marks_every_object_built(tmp_path):
+    from bench import engine
+    from kbuild import build
+    bdir = tmp_path / "kb-0123456789ab-gcc"
+    (bdir / "mm").mkdir(parents=True)
+    (bdir / ".kexpand-config").write_text("h1\n")
+    assert not engine.built(bdir, "h1", ["mm/x.c"])
+    engine.note_full_build(bdir)
+    # an object counts only where Kbuild left its command file
+    assert not engine.built(bdir, "h1", ["mm/x.c"])
+    build.cmd_file(bdir, "mm/x.c").write_text("cmd_mm/x.o := gcc\n")
+    assert engine.built(bdir, "h1", ["mm/x.c"])
+    assert not engine.built(bdir, "h2", ["mm/x.c"])        # another config
+    # a copy of the dir (a seeded build dir) does not inherit the mark
+    copy = tmp_path / "kb-ba9876543210-gcc"
+    import shutil as sh
+    sh.copytree(bdir, copy)
+    assert not engine.built(copy, "h1", ["mm/x.c"])

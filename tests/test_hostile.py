@@ -326,7 +326,8 @@ def test_cache_entries_of_wrong_shape_are_measured_again(fake, junk):
     assert "Traceback" not in p.stderr
     assert f"preprocessing {SETUP} (before, gcc)" in p.stderr
     assert "timing 2 files x 1 commits (gcc), interleaved" in p.stderr
-    assert "counting instructions of 4 commands (before, gcc" in p.stderr
+    assert p.stderr.count("  counting instructions of ") == 4, out(p)
+    assert f"counting instructions of {SETUP} (-c, before, gcc)" in p.stderr
     assert "skipping" not in p.stderr, out(p)
     for e in entries:
         v = json.loads(e.read_text())

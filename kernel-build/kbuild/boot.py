@@ -235,6 +235,9 @@ def boot_point(tree, bdir, promises, workdir, timeout, jobs):
     out = {"qemu_version": qemu_version()}
     b = build.build_kernel(tree, bdir, "gcc", jobs)
     out["kernel_build_s"] = round(b.seconds, 1)
+    seeded = Path(bdir) / ".kexpand-seeded-from"
+    out["kernel_build_from"] = "clean" if b.from_clean else (
+        seeded.read_text().strip() if seeded.exists() else "incremental")
     ko, tail = None, b.log_tail
     if b.ok:
         try:

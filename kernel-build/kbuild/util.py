@@ -124,8 +124,11 @@ def spawn(cmd, env=None, **kw):
 def pipe(cmd, tool, cwd):
     """cmd's stdout into tool through a pipe (never a temporary file), both
     in process groups of their own. Returns (tool's stdout, tool's stderr,
-    cmd's exit code, cmd's stderr, tool's exit code). cmd's stderr goes to
-    a file: a pipe read only at the end fills at 64 kB and stops both."""
+    cmd's exit code, cmd's stderr, tool's exit code, cmd's CPU seconds:
+    user + system of cmd and the children it waited for, from wait4(2),
+    which other work on the machine changes far less than wall time).
+    cmd's stderr goes to a file: a pipe read only at the end fills at 64 kB
+    and stops both."""
     with tempfile.TemporaryFile() as errf:
         pre = spawn(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=errf)
         try:
@@ -137,13 +140,15 @@ def pipe(cmd, tool, cwd):
         pre.stdout.close()
         try:
             out, aerr = ana.communicate()
-            pre.wait()
+            _, status, ru = os.wait4(pre.pid, 0)
         except BaseException:
             kill_group(pre)
             kill_group(ana)
             raise
+        pre.returncode = os.waitstatus_to_exitcode(status)
         errf.seek(0)
-        return out, aerr, pre.returncode, errf.read(), ana.returncode
+        return (out, aerr, pre.returncode, errf.read(), ana.returncode,
+                ru.ru_utime + ru.ru_stime)
 
 
 def run(cmd, cwd=None, check=True, capture=True, env=None, what=None,
