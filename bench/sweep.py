@@ -2,8 +2,9 @@
 file's expansion. FILE is measured at POINT under N configurations that
 compile it: the named ones (the case's base config + fragment, defconfig +
 fragment) and random ones (`make randconfig` with a recorded KCONFIG_SEED;
-KCONFIG_ALLCONFIG holds the fragment and the options FILE's Makefiles
-compile it under, so they stay on). Each needs only its config and the one
+KCONFIG_ALLCONFIG holds the options FILE's Makefiles compile it under and
+the fragment's options those depend on (Sweep.pins), so FILE stays
+compiled while everything else, X86_5LEVEL included, varies). Each needs only its config and the one
 object (Kbuild prepares what the object needs), not a kernel.
 
 The options that differ between the configs are ranked by the median
@@ -196,6 +197,41 @@ class Sweep:
                 KCONFIG_ALLCONFIG=str(allconfig)))
         return how
 
+    def pins(self, own):
+        """The options the random configs keep: FILE's own options and the
+        case fragment's options without which those do not stay on after
+        olddefconfig (their dependencies, like XEN_PV's PARAVIRT). Found
+        by dropping each fragment option in turn from base + fragment and
+        running olddefconfig: no build. Every other option, X86_5LEVEL
+        included, is left to randconfig: an option kept on in every config
+        could never be ranked."""
+        frag = build.fragment_options(self.case.config)
+        bdir = self.bdir("pins")
+        bdir.mkdir(parents=True, exist_ok=True)
+        self.make(bdir, self.req.config_base)
+        base_text = (bdir / ".config").read_text()
+
+        def keeps(opts):
+            (bdir / ".config").write_text(base_text + "".join(
+                f"{o}={v}\n" if v != "n" else f"# {o} is not set\n"
+                for o, v in opts.items()))
+            self.make(bdir, "olddefconfig")
+            have = read_config(bdir / ".config")
+            return all(have.get(o) in ("y", "m") for o in own)
+        keep = dict(frag, **{o: "y" for o in own})
+        if not keeps(keep):
+            raise KexpandError(f"{self.rel} is not compiled under {self.req.config_base} "
+                               f"+ the case's fragment ({', '.join(own)} do not stay "
+                               "on after olddefconfig): add what they depend on to "
+                               f"{self.case.config}", "build")
+        for o in frag:
+            if o in own:
+                continue
+            trial = {k: v for k, v in keep.items() if k != o}
+            if keeps(trial):
+                keep = trial
+        return keep
+
     def toggled(self, base_cfg, option, value):
         def how(bdir):
             lines = [l for l in base_cfg.splitlines()
@@ -220,9 +256,12 @@ def cmd_sweep(req, case):
         series.checkout(tree, commit)
         sw = Sweep(req, case, tree, commit, req.file)
         own = file_options(tree, req.file)
+        req.progress.say(f"  finding what keeps {', '.join(own) or req.file} on "
+                         "(olddefconfig trials, no build)")
+        pinned = sw.pins(own)
         allconfig = req.work / "sweep-allconfig"
-        atomic_write(allconfig, Path(case.config).read_text().rstrip("\n") + "\n"
-                     + "".join(f"{o}=y\n" for o in own))
+        atomic_write(allconfig, "".join(f"{o}={v}\n" if v != "n" else f"# {o} is not set\n"
+                                        for o, v in pinned.items()))
         n_random = max(0, req.sweep_n - 2)
         req.progress.total = 2 + n_random + CONFIRM
         configs = []
@@ -235,7 +274,9 @@ def cmd_sweep(req, case):
             rec = sw.measure(cid, kind, how)
             rec["seed"] = int(cid[1:]) if cid.startswith("r") else None
             configs.append(rec)
-        rows = rank(configs)
+        # the pinned options vary only between the named configs: they keep
+        # FILE compiled and are not candidates
+        rows = [r for r in rank(configs) if r["option"] not in pinned]
         lead = stepwise(configs, rows)
         rows.sort(key=lambda r: lead.index(r["option"]) if r["option"] in lead else len(lead))
         base = configs[0]
@@ -261,11 +302,12 @@ def cmd_sweep(req, case):
                                        if not took else f"the toggled config: {t['status']}")
         rows = final_order(rows)
         out = req.results / "sweep" / results.safe_name(req.point) / file_slug(req.file)
-        varying = {r["option"] for r in rows} | set(own)
+        varying = {r["option"] for r in rows} | set(own) | set(pinned)
         atomic_write_json(out / "sweep.json", {
             "point": req.point, "commit": commit, "file": req.file,
             "package": package, "compiler": build.compiler_version("gcc"),
-            "file_options": own, "allconfig": allconfig.read_text(),
+            "file_options": own, "pinned": sorted(pinned),
+            "allconfig": allconfig.read_text(),
             "command": shlex.join(sys.argv),
             "make_command": f"make sweep FILE={req.file} POINT={req.point} N={req.sweep_n}",
             "configs": [dict(c, options={o: v for o, v in c["options"].items()
