@@ -201,8 +201,9 @@ class Sweep:
         """The options the random configs keep: FILE's own options and the
         case fragment's options without which those do not stay on after
         olddefconfig (their dependencies, like XEN_PV's PARAVIRT). Found
-        by dropping each fragment option in turn from base + fragment and
-        running olddefconfig: no build. Every other option, X86_5LEVEL
+        by setting each fragment option in turn to the opposite value on
+        base + fragment and running olddefconfig: no build. A file with no
+        Makefile option found keeps the whole fragment. Every other option, X86_5LEVEL
         included, is left to randconfig: an option kept on in every config
         could never be ranked."""
         frag = build.fragment_options(self.case.config)
@@ -218,7 +219,11 @@ class Sweep:
             self.make(bdir, "olddefconfig")
             have = read_config(bdir / ".config")
             return all(have.get(o) in ("y", "m") for o in own)
-        keep = dict(frag, **{o: "y" for o in own})
+        if not own:
+            log(f"sweep: no Makefile option found for {self.rel}; the random "
+                "configs keep the whole fragment")
+            return frag
+        keep = dict(frag, **{o: frag.get(o, "y") for o in own})
         if not keeps(keep):
             raise KexpandError(f"{self.rel} is not compiled under {self.req.config_base} "
                                f"+ the case's fragment ({', '.join(own)} do not stay "
@@ -227,9 +232,11 @@ class Sweep:
         for o in frag:
             if o in own:
                 continue
-            trial = {k: v for k, v in keep.items() if k != o}
+            # the opposite value, as randconfig may pick it (dropping the
+            # line would leave the base config's value, often the same)
+            trial = dict(keep, **{o: "y" if frag[o] == "n" else "n"})
             if keeps(trial):
-                keep = trial
+                keep = {k: v for k, v in keep.items() if k != o}
         return keep
 
     def toggled(self, base_cfg, option, value):
