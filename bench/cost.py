@@ -11,7 +11,6 @@ cpu_median_s, samples, interleaved) plus `instructions`,
 `instructions_source`, `count_s`, `count_slowdown` or, when not counted,
 `instructions` None and `instructions_note` saying why."""
 import shlex
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kbuild import build, series
@@ -138,9 +137,8 @@ def count_one(cache, key, bdir, f, cc, kind):
     not work is an infra error."""
     scratch = Path(bdir).parent.parent / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
-    argv = commands(bdir, f, cc, scratch)[kind]
     try:
-        c = icount.count(argv, bdir, cc)
+        c = icount.count(commands(bdir, f, cc, scratch)[kind], bdir, cc)
     except KexpandError as e:
         if e.klass == "infra":
             raise

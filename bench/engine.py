@@ -6,12 +6,12 @@ import hashlib
 import json
 import shlex
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from kbuild import build, series
 from kbuild.util import (REPO, KexpandError, atomic_write, atomic_write_json,
-                         log, pipe, read_json)
+                         kill_all, log, pipe, read_json)
 
 from . import cost, macros, results
 
@@ -338,18 +338,22 @@ def measure_point(req, case, tree, name, commit, cc, files, attribute=False,
 
 
 def _run_all(work, jobs):
-    """Run [(function, args)] `jobs` at a time, in order of submission;
-    the first exception (an infra error, Ctrl-C) is raised after the
-    running ones finish."""
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
-        futures = [ex.submit(fn, *args) for fn, args in work]
-        try:
-            for fut in futures:
-                fut.result()
-        except BaseException:
-            for fut in futures:
-                fut.cancel()
-            raise
+    """Run [(function, args)] `jobs` at a time, in order of submission. The
+    first exception (an infra error, Ctrl-C) cancels what has not started,
+    kills the children of the running ones and is raised."""
+    ex = ThreadPoolExecutor(max_workers=max(1, jobs))
+    futures = [ex.submit(fn, *args) for fn, args in work]
+    try:
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        for fut in done:
+            fut.result()
+    except BaseException:
+        for fut in futures:
+            fut.cancel()
+        kill_all()
+        ex.shutdown(wait=True, cancel_futures=True)
+        raise
+    ex.shutdown(wait=True)
 
 
 def measure_cost(req, case, tree, sides, cc, recs):

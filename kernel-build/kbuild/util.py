@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -116,9 +117,28 @@ def spawn(cmd, env=None, **kw):
     env = {k: v for k, v in (os.environ if env is None else env).items()
            if k not in MAKE_ENV}
     try:
-        return subprocess.Popen(cmd, start_new_session=True, env=env, **kw)
+        proc = subprocess.Popen(cmd, start_new_session=True, env=env, **kw)
     except FileNotFoundError:
         raise missing_tool(str(cmd[0]))
+    with _LIVE_LOCK:
+        _LIVE[:] = [p for p in _LIVE if p.returncode is None] + [proc]
+    return proc
+
+
+# every child spawn() started, for kill_all(): a Ctrl-C reaches only the
+# main thread, while worker threads wait on children in sessions of their own
+_LIVE, _LIVE_LOCK = [], threading.Lock()
+
+
+def kill_all():
+    """Kill the process groups of every child still running (an interrupt
+    or an infra error while threads run children)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
 
 def pipe(cmd, tool, cwd):
