@@ -187,3 +187,23 @@ def test_a_whole_kernel_build_marks_every_object_built(tmp_path):
     import shutil as sh
     sh.copytree(bdir, copy)
     assert not engine.built(copy, "h1", ["mm/x.c"])
+
+
+def test_an_error_in_the_pool_kills_the_running_children():
+    """The exact work runs in threads whose children have sessions of their
+    own: an infra error (or Ctrl-C) must end them, not wait for them."""
+    import time
+    from bench import engine
+    from kbuild.util import KexpandError, run
+    got = {}
+
+    def slow():
+        got["rc"] = run(["sleep", "120"], check=False).returncode
+
+    def bad():
+        time.sleep(1)
+        raise KexpandError("the counter broke", "infra")
+    t0 = time.monotonic()
+    with pytest.raises(KexpandError, match="the counter broke"):
+        engine._run_all([(slow, ()), (bad, ())], 2)
+    assert time.monotonic() - t0 < 60 and got["rc"] == -9

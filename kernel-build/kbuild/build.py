@@ -133,8 +133,7 @@ def seed_build_dir(tree, bdir, compiler, want, full=False):
         what=f"copying build dir {src.name}")
     retarget(src, bdir)
     (bdir / ".kexpand-seeded-from").write_text(src.name + "\n")
-    # the copy is now the newest of its kind: the next dir seeds from it
-    (bdir / ".kexpand-config").touch()
+    (bdir / ".kexpand-config").touch()       # the next dir seeds from this one
     log(f"{bdir.name}: starts from a copy of {src.name} (same config and compiler)")
     return src.name
 
@@ -143,8 +142,7 @@ def configure(tree, bdir, compiler, config, seed=False, full=False):
     """base config (or the user's .config) + fragment + olddefconfig;
     checks every fragment option took effect. Skipped when the build dir
     already has this config. seed: a new build dir may start as a copy of
-    another (seed_build_dir), boots' included. Writing a new config forgets
-    which objects were measured-built in the dir (engine.BUILT)."""
+    another (seed_build_dir). A new config forgets engine.BUILT's list."""
     stamp = bdir / ".kexpand-config"
     want = config.hash()
     if seed:
