@@ -255,8 +255,8 @@ def measure_point(req, case, tree, name, commit, cc, files, attribute=False,
 
     def plan(f, kinds_):
         for kind in kinds_:
-            e = got[(f, "expand")] if kind == "time_E" else {"analyze_seconds": 0}
-            est = e.get("cpp_cpu_s", e["analyze_seconds"])
+            e = got[(f, "expand")]
+            est = e.get("cpp_cpu_s", e["analyze_seconds"]) if kind == "time_E" else 0
             what, v = cost.count_plan(req, cache, commit, cc, ccver, chash, f, kind, est)
             if what == "have":
                 counts[f][kind] = v
