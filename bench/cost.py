@@ -64,7 +64,8 @@ def time_group(req, cache, tree, sides, cc, ccver, chash, ok_sides, estimates,
             for i, t in zip(idx, got["sides"]):
                 out[(i, f)] = t
         else:
-            todo.append((f, runs, timing.choose_warmup(estimates[f]), key))
+            todo.append((f, runs, timing.choose_warmup(
+                estimates[f], all(counted[(f, k)] for k in KINDS)), key))
     if not todo:
         return out, {}
     scratch = Path(tree).parent / "scratch"

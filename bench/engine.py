@@ -6,12 +6,11 @@ import hashlib
 import json
 import shlex
 import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from kbuild import build, series
 from kbuild.util import (REPO, KexpandError, atomic_write, atomic_write_json,
-                         kill_all, log, pipe, read_json)
+                         log, pipe, read_json, run_jobs)
 
 from . import cost, macros, results
 
@@ -285,45 +284,46 @@ def measure_point(req, case, tree, name, commit, cc, files, attribute=False,
                              f"({'-E' if kind == 'time_E' else '-c'}, {name}, {cc})")
             counts[f][kind] = cost.count_one(cache, k, bdir, f, cc, kind)
 
-        def chain(f):
-            """f's expansion, then its macros and its -E count (which needs
-            the expansion's CPU time for the cap)."""
-            try:
-                if got[(f, "expand")] is None:
-                    req.progress.say(f"  preprocessing {f} ({name}, {cc})")
-                    got[(f, "expand")] = measure_file(bdir, f)
-                    cache.put(key(f, "expand"), got[(f, "expand")])
-                if "macros" in kinds and got[(f, "macros")] is None:
-                    req.progress.say(f"  attributing {f} to macros ({name}, {cc})")
-                    m = macros.measure(bdir, f, cc, got[(f, "expand")])
-                    got[(f, "macros")] = m
-                    if m["status"] != "error":      # tool failures are retried
-                        cache.put(key(f, "macros"), m)
-                if count:
-                    plan(f, ["time_E"])
-                    for kind, k in to_count[f]:
-                        count_now(f, kind, k)
-            except KexpandError as e:
-                if e.klass == "infra":
-                    raise
-                failed[f] = {"status": "error", "error": str(e)}
+        def attribute(f):
+            req.progress.say(f"  attributing {f} to macros ({name}, {cc})")
+            m = macros.measure(bdir, f, cc, got[(f, "expand")])
+            got[(f, "macros")] = m
+            if m["status"] != "error":      # tool failures are retried
+                cache.put(key(f, "macros"), m)
+
+        def expand(f):
+            """f's expansion; then, ahead of everything queued, what needs
+            it: its -E count (the cap reads the expansion's CPU time) and
+            its macros (the attribution looks into its hottest line)."""
+            if got[(f, "expand")] is None:
+                req.progress.say(f"  preprocessing {f} ({name}, {cc})")
+                got[(f, "expand")] = measure_file(bdir, f)
+                cache.put(key(f, "expand"), got[(f, "expand")])
+            nxt = []
+            if count:
+                plan(f, ["time_E"])
+                nxt += [(count_now, (f, kind, k)) for kind, k in to_count[f]]
+            if "macros" in kinds and got[(f, "macros")] is None:
+                nxt.append((attribute, (f,)))
+            return nxt
 
         ok = [f for f in need if build.obj_of(f) not in b.failed]
         for f in need:
             if f not in ok:
                 failed[f] = {"status": "build-failure", "log_tail": b.log_tail}
-        work = [(chain, (f,)) for f in ok if f in todo]
-        if count:
-            # -c needs no estimate: counted beside the chains (the files
-            # with a cached expansion were planned above)
-            for f in ok:
-                if f in todo:
-                    plan(f, ["time_c"])
-                work += [(count_now, (f, kind, k)) for kind, k in to_count[f]]
-                to_count[f] = []
+        work = []
+        for f in ok:
+            # -c needs no estimate: its count starts beside the expansions,
+            # so that the heaviest file's two long counts overlap
+            if count and f in todo:
+                plan(f, ["time_c"])
+            if f in todo:
+                work.append((expand, (f,)))
+            work += [(count_now, (f, kind, k)) for kind, k in to_count[f]]
+            to_count[f] = []
         if work:
             with req.split.timed("expansion, macros, counts"):
-                _run_all(work, req.jobs)
+                run_jobs(work, req.jobs, failed)
     entries = {}
     for f in files:
         entries[f] = failed.get(f) or dict(
@@ -335,25 +335,6 @@ def measure_point(req, case, tree, name, commit, cc, files, attribute=False,
     rec.update({"arch": build.ARCH, "build_dir": bdir.name,
                 "build": build_info, "files": entries})
     return rec
-
-
-def _run_all(work, jobs):
-    """Run [(function, args)] `jobs` at a time, in order of submission. The
-    first exception (an infra error, Ctrl-C) cancels what has not started,
-    kills the children of the running ones and is raised."""
-    ex = ThreadPoolExecutor(max_workers=max(1, jobs))
-    futures = [ex.submit(fn, *args) for fn, args in work]
-    try:
-        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-        for fut in done:
-            fut.result()
-    except BaseException:
-        for fut in futures:
-            fut.cancel()
-        kill_all()
-        ex.shutdown(wait=True, cancel_futures=True)
-        raise
-    ex.shutdown(wait=True)
 
 
 def measure_cost(req, case, tree, sides, cc, recs):

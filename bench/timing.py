@@ -27,11 +27,11 @@ def choose_runs(estimate_s, override=None, counted=False):
     Where time decides the verdict (no instruction count at some side):
     5 runs, 3 for commands over 2 s, 2 over 15 s (the fewest Welch's test
     takes). Where instructions decide at every side (`counted`), the times
-    are context and cost less: 3 runs, 2 over 2 s, 1 over 15 s."""
+    are context and cost less: 2 runs (a median and its range), 1 over 2 s."""
     if override:
         return override
     if counted:
-        return 3 if estimate_s < 2 else 2 if estimate_s < 15 else 1
+        return 2 if estimate_s < 2 else 1
     if estimate_s < 2:
         return 5
     if estimate_s < 15:
@@ -39,11 +39,13 @@ def choose_runs(estimate_s, override=None, counted=False):
     return 2
 
 
-def choose_warmup(estimate_s):
+def choose_warmup(estimate_s, counted=False):
     """One warmup run; none for commands over 15 s, whose caches the run
     just before warmed (the expansion run for -E, the build's own compile
-    for -c): a warmup of the 47 MB line costs minutes and buys nothing."""
-    return 0 if estimate_s > 15 else 1
+    for -c): a warmup of the 47 MB line costs minutes and buys nothing.
+    None either where instructions decide both -E and -c (`counted`): the
+    times are context, and the exact work just ran the same commands."""
+    return 0 if estimate_s > 15 or counted else 1
 
 
 def noise(times):

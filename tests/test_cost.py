@@ -137,7 +137,9 @@ def test_runs_go_where_time_decides():
     # time decides (some side not counted): enough runs for Welch's test
     assert [timing.choose_runs(s) for s in (0.5, 5, 40)] == [5, 3, 2]
     # instructions decide at every side: the times are context
-    assert [timing.choose_runs(s, counted=True) for s in (0.5, 5, 40)] == [3, 2, 1]
+    assert [timing.choose_runs(s, counted=True) for s in (0.5, 5, 40)] == [2, 1, 1]
+    assert [timing.choose_warmup(s) for s in (0.5, 40)] == [1, 0]
+    assert timing.choose_warmup(0.5, counted=True) == 0
     assert timing.choose_runs(40, override=7, counted=True) == 7
 
 
@@ -193,8 +195,7 @@ def test_an_error_in_the_pool_kills_the_running_children():
     """The exact work runs in threads whose children have sessions of their
     own: an infra error (or Ctrl-C) must end them, not wait for them."""
     import time
-    from bench import engine
-    from kbuild.util import KexpandError, run
+    from kbuild.util import KexpandError, run, run_jobs
     got = {}
 
     def slow():
@@ -205,5 +206,26 @@ def test_an_error_in_the_pool_kills_the_running_children():
         raise KexpandError("the counter broke", "infra")
     t0 = time.monotonic()
     with pytest.raises(KexpandError, match="the counter broke"):
-        engine._run_all([(slow, ()), (bad, ())], 2)
+        run_jobs([(slow, ()), (bad, ())], 2, {})
     assert time.monotonic() - t0 < 60 and got["rc"] == -9
+
+
+def test_the_pool_runs_what_a_job_returns_first_and_fails_only_its_file():
+    """A file's expansion hands its -E count and attribution to the front of
+    the queue; a job's (non-infra) error fails its file, not the point."""
+    from kbuild.util import KexpandError, run_jobs
+    order, failed = [], {}
+
+    def expand(f):
+        order.append(("expand", f))
+        return [(count, (f,)), (count, (f + "'",))]
+
+    def count(f):
+        order.append(("count", f))
+
+    def broken(f):
+        raise KexpandError(f"{f}: no such command")
+    run_jobs([(expand, ("a",)), (broken, ("b",)), (expand, ("c",))], 1, failed)
+    assert order == [("expand", "a"), ("count", "a"), ("count", "a'"),
+                     ("expand", "c"), ("count", "c"), ("count", "c'")]
+    assert failed == {"b": {"status": "error", "error": "b: no such command"}}

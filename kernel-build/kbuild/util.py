@@ -4,6 +4,7 @@ outlive an interrupt, atomic writes, and the work-directory lock.
 
 This module is the most upstream code of kexpand: it imports nothing of
 the project."""
+import collections
 import contextlib
 import fcntl
 import json
@@ -313,3 +314,59 @@ def main_wrapper(fn, argv=None):
               "resume from the cache", file=sys.stderr)
         code = EXIT_INTERRUPTED
     sys.exit(code)
+
+
+def run_jobs(work, jobs, failed):
+    """Run [(function, file, ...)] `jobs` at a time. What a job returns,
+    more [(function, args)], starts before anything still queued. A job's
+    non-infra KexpandError fails its file (`failed[file]`, first argument);
+    the first infra error or interrupt stops the queue, kills the children
+    of the running jobs and is raised."""
+    queue, lock = collections.deque(work), threading.Condition()
+    state = {"running": 0, "error": None}
+
+    def stop(e):
+        with lock:
+            state["error"] = state["error"] or e
+            queue.clear()
+            lock.notify_all()
+        kill_all()      # the other jobs' children: minutes of QEMU otherwise
+
+    def worker():
+        while True:
+            with lock:
+                while not queue and state["running"] and not state["error"]:
+                    lock.wait()
+                if state["error"] or not queue:
+                    lock.notify_all()
+                    return
+                fn, args = queue.popleft()
+                state["running"] += 1
+            nxt = []
+            try:
+                nxt = fn(*args) or []
+            except KexpandError as e:
+                if e.klass != "infra":
+                    failed[args[0]] = {"status": "error", "error": str(e)}
+                else:
+                    stop(e)
+            except BaseException as e:      # a bug: stop, and show it
+                stop(e)
+            with lock:
+                queue.extendleft(reversed(nxt))
+                state["running"] -= 1
+                lock.notify_all()
+
+    threads = [threading.Thread(target=worker, daemon=True)
+               for _ in range(max(1, jobs))]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.5)
+    except BaseException as e:       # Ctrl-C in the main thread
+        stop(e)
+        raise
+    if state["error"]:
+        raise state["error"]
