@@ -224,7 +224,8 @@ def write_scan_report(results, outdir):
                  growth_bytes=int(r["growth_bytes"]),
                  growth_ratio=float(r["growth_ratio"]) if r["growth_ratio"] else None)
             for r in csv.DictReader(open(outdir / "ranking.csv"))]
-    scans = bench.results.load_kind(results, "kexpand.scan", f"scan-{pair['compiler']}")
+    scans = bench.results.load_kind(results, "kexpand.scan",
+                                    pair.get("record", f"scan-{pair['compiler']}"))
     sa, sb = scans.get(pair["a"]["commit"]), scans.get(pair["b"]["commit"])
     if not sa or not sb:
         raise KexpandError(f"{outdir}: the scan records of A and B are missing "
@@ -371,6 +372,9 @@ def main(argv=None):
     if args.compare or args.scan:
         args.pair = bench.results.pair_dir(results, "compare" if args.compare else "scan",
                                            env.get("A", "").strip(), env.get("B", "").strip())
+    if args.scan:       # a scan of another config than tinyconfig: its own dir
+        args.pair = args.pair.with_name(args.pair.name + bench.results.config_tag(
+            env.get("CONFIG", "").strip(), env.get("KCONFIG", "").strip() or None))
     if args.sweep:
         print(write_sweep_report(results, env.get("POINT", "").strip(),
                                  env.get("FILE", "").strip()))

@@ -101,6 +101,16 @@ def safe_name(ref):
     return s
 
 
+def config_tag(base, kconfig):
+    """'' for the default config (tinyconfig under the case's fragment);
+    otherwise a suffix that keeps scans of another config apart, in the
+    scan records' names and the pair directories: '@defconfig',
+    '@kconfig-<first 8 of the file's sha256>'."""
+    if kconfig:
+        return "@kconfig-" + hashlib.sha256(Path(kconfig).read_bytes()).hexdigest()[:8]
+    return "" if base in ("", "tinyconfig") else f"@{base}"
+
+
 def pair_dir(results, kind, a, b):
     """results/<kind>/<A>..<B>: where compare, scan and bisect write."""
     return Path(results) / kind / f"{safe_name(a)}..{safe_name(b)}"

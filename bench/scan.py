@@ -265,8 +265,9 @@ def _scan_point(req, case, tree, c, cache, config, name, commit, cc):
     log_summary(sc, name)
     rec = dict(sc, **results.header("kexpand.scan", case.name, name, commit,
                                     cc, ccver, chash))
+    tag = results.config_tag(req.config_base, req.kconfig)
     atomic_write_json(results.record_path(req.results, commit, cc).with_name(
-        f"scan-{cc}.json"), rec)
+        f"scan-{cc}{tag}.json"), rec)
     return rec
 
 
@@ -295,11 +296,14 @@ def cmd_scan(req, case):
         if not req.a:
             return 0
         rows = ranking(scans[req.a], scans[req.b])
-        out = pair_dir(req, "scan", req.a, req.b)
+        tag = results.config_tag(req.config_base, req.kconfig)
+        out = pair_dir(req, "scan", req.a, req.b).with_name(
+            pair_dir(req, "scan", req.a, req.b).name + tag)
         atomic_write(out / "ranking.csv", results.csv_text(RANKING_COLUMNS, rows))
         atomic_write_json(out / "pair.json", {
             "a": {"ref": req.a, "commit": todo[0][1]},
             "b": {"ref": req.b, "commit": todo[1][1]}, "compiler": cc,
+            "config": str(req.kconfig or req.config_base), "record": f"scan-{cc}{tag}",
             "package": package, "top": req.top, "focus": [f for f, _ in case.focus],
             "command": shlex.join(sys.argv)})
         if req.write_focus:

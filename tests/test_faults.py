@@ -430,6 +430,15 @@ def test_scan_ranks_growth_and_writes_focus_list(fake):
     rec = json.loads(recs[0].read_text())
     assert rec["n_files"] == 2 and rec["total_bytes"] > 0
     assert rec["overhead_ratio"] is not None and rec["build"]["from_clean"] is True
+    # another base config is kept apart, records and ranking alike
+    before = (out / "ranking.csv").read_text()
+    p = mk(env, "scan", CASE="fake", A="before", B="after", CONFIG="defconfig")
+    assert p.returncode == 0, p.stderr
+    other = base / "results/scan/before..after@defconfig"
+    assert json.loads((other / "pair.json").read_text())["record"] == "scan-gcc@defconfig"
+    assert (other / "ranking.md").exists() and (out / "ranking.csv").read_text() == before
+    assert len(list((base / "results").glob("*/scan-gcc@defconfig.json"))) == 2
+    assert len(list((base / "results").glob("*/scan-gcc.json"))) == 2
 
 
 def test_bisect_on_fake_tree(fake):
