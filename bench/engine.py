@@ -16,6 +16,9 @@ from . import cost, macros, results
 
 ANALYZER = Path(__file__).resolve().parent / "kx-analyze"
 ANALYZER_VERSION = "2"
+# Scans of version 1 could keep the wrong one of a C file built into two
+# objects (scan.one_per_file); their cached results are not reused.
+SCAN_VERSION = "2"
 TOP_LINES = 5
 
 
@@ -63,10 +66,10 @@ class Cache:
     def scanfile_key(self, cc, ccver, inputs):
         """One file of a scan, by the hash of everything its -E output
         depends on (bench/scan.py input_key), whatever the commit."""
-        return self._key(cc, ccver, inputs, "scanfile", ANALYZER_VERSION)
+        return self._key(cc, ccver, inputs, "scanfile", ANALYZER_VERSION, SCAN_VERSION)
 
     def scan_key(self, commit, cc, ccver, chash):
-        return self._key(commit, cc, ccver, chash, "scan", ANALYZER_VERSION)
+        return self._key(commit, cc, ccver, chash, "scan", ANALYZER_VERSION, SCAN_VERSION)
 
     def get(self, key, shape=dict):
         """The cached value, or None. A value of the wrong shape is

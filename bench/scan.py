@@ -51,7 +51,29 @@ def compile_commands(tree, bdir):
             continue          # generated sources inside the build dir
         argv = e.get("arguments") or shlex.split(e["command"])
         out_entries.append((str(rel), argv))
-    return sorted(out_entries)
+    return one_per_file(out_entries)
+
+
+def one_per_file(entries):
+    """A C file Kbuild compiles into more than one object (6.1's defconfig
+    builds lib/ctype.c and lib/cmdline.c a second time for the EFI stub,
+    with other flags) is measured once, with the command of the object
+    beside it (lib/ctype.o), else of the first object in sorted order:
+    the records are per C file, and two results under one name would
+    leave whichever came last."""
+    chosen = {}
+    for rel, argv in sorted(entries):
+        own = _output(argv) == rel[:-2] + ".o"
+        if rel not in chosen or (own and not chosen[rel][0]):
+            chosen[rel] = (own, argv)
+    return sorted((rel, argv) for rel, (_own, argv) in chosen.items())
+
+
+def _output(argv):
+    for i, a in enumerate(argv[:-1]):
+        if a == "-o":
+            return os.path.normpath(argv[i + 1])
+    return None
 
 
 def measure_one(bdir, rel, argv):

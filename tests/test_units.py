@@ -592,3 +592,37 @@ def test_scan_input_key_follows_the_dependency_list(tmp_path):
     assert key() != before
     (bdir / "mm/.a.o.cmd").write_text("savedcmd_mm/a.o := gcc -c ../mm/a.c\n")
     assert key() is None                     # no dependency list: always measured
+
+
+def test_scan_measures_a_file_built_twice_once_with_its_own_object(tmp_path):
+    """6.1's defconfig compiles lib/ctype.c twice (lib/ctype.o, and the EFI
+    stub's lib-ctype.o with other flags): compile_commands.json lists it
+    twice. The scan keeps one entry per C file, the command of the object
+    beside it, whichever order the generator wrote them in."""
+    from bench import scan
+    tree = tmp_path / "tree"
+    bdir = tree / "kb-aaaaaaaaaaaa-gcc"
+    bdir.mkdir(parents=True)
+    (tree / "lib").mkdir()
+    (tree / "lib/ctype.c").write_text("int c;\n")
+    (tree / "lib/sort.c").write_text("int s;\n")
+    efi = {"directory": str(bdir), "file": str(tree / "lib/ctype.c"),
+           "command": "gcc -DEFI -c -o drivers/firmware/efi/libstub/lib-ctype.o ../lib/ctype.c"}
+    own = {"directory": str(bdir), "file": str(tree / "lib/ctype.c"),
+           "command": "gcc -c -o lib/ctype.o ../lib/ctype.c"}
+    other = {"directory": str(bdir), "file": str(tree / "lib/sort.c"),
+             "command": "gcc -c -o lib/sort.o ../lib/sort.c"}
+    gen = tree / "scripts/clang-tools/gen_compile_commands.py"
+    gen.parent.mkdir(parents=True)
+    for order in ([efi, own, other], [own, other, efi], [other, efi, own]):
+        (tmp_path / "entries.json").write_text(json.dumps(order))
+        gen.write_text("import shutil, sys\n"
+                       f"shutil.copy({str(tmp_path / 'entries.json')!r}, "
+                       "sys.argv[sys.argv.index('-o') + 1])\n")
+        entries = scan.compile_commands(tree, bdir)
+        assert [rel for rel, _ in entries] == ["lib/ctype.c", "lib/sort.c"]
+        assert "-DEFI" not in entries[0][1]
+        assert entries[0][1][-2:] == ["lib/ctype.o", "../lib/ctype.c"]
+    # a file built only under another name still counts, with that command
+    assert scan.one_per_file([("lib/ctype.c", ["gcc", "-o", "x/lib-ctype.o"])]) == \
+        [("lib/ctype.c", ["gcc", "-o", "x/lib-ctype.o"])]
