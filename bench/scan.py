@@ -63,17 +63,10 @@ def one_per_file(entries):
     leave whichever came last."""
     chosen = {}
     for rel, argv in sorted(entries):
-        own = _output(argv) == rel[:-2] + ".o"
+        own = build.output_file(argv) == rel[:-2] + ".o"
         if rel not in chosen or (own and not chosen[rel][0]):
             chosen[rel] = (own, argv)
     return sorted((rel, argv) for rel, (_own, argv) in chosen.items())
-
-
-def _output(argv):
-    for i, a in enumerate(argv[:-1]):
-        if a == "-o":
-            return os.path.normpath(argv[i + 1])
-    return None
 
 
 def measure_one(bdir, rel, argv):

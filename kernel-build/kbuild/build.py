@@ -369,6 +369,14 @@ def include_dirs(argv):
             if a.startswith("-I") and (len(a) > 2 or k + 1 < len(argv))]
 
 
+def output_file(argv):
+    """The -o file of a compile command (normalized), or None."""
+    for k, tok in enumerate(argv[:-1]):
+        if tok == "-o":
+            return os.path.normpath(argv[k + 1])
+    return None
+
+
 def strip_output(argv):
     """argv without the dependency-file option, -c/-E/-S and -o X;
     returns (flags, source)."""
