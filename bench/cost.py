@@ -13,7 +13,7 @@ cpu_median_s, samples, interleaved) plus `instructions`,
 import shlex
 from pathlib import Path
 
-from kbuild import build, series
+from kbuild import build, kcmd, series
 from kbuild.util import KexpandError, log
 
 from . import icount, timing
@@ -26,10 +26,10 @@ def commands(bdir, f, cc, scratch):
     """The timed (and counted) -E and -c commands of f; the scratch object
     is named by the file's whole path, so two files that share a stem never
     write the same object when their counts run at the same time."""
-    argv = build.compile_command(bdir, f)
+    argv = kcmd.compile_command(bdir, f)
     obj = f.replace("/", "_")[:-2]
-    return {"time_E": build.preprocess_command(argv, "/dev/null"),
-            "time_c": build.object_command(argv, str(scratch / f"{cc}-{obj}.o"))}
+    return {"time_E": kcmd.preprocess_command(argv, "/dev/null"),
+            "time_c": kcmd.object_command(argv, str(scratch / f"{cc}-{obj}.o"))}
 
 
 def side_labels(sides):

@@ -8,7 +8,7 @@ import shlex
 import time
 from pathlib import Path
 
-from kbuild import build, series
+from kbuild import build, kcmd, series
 from kbuild.util import (REPO, KexpandError, atomic_write, atomic_write_json,
                          log, pipe, read_json, run_jobs)
 
@@ -139,8 +139,8 @@ def source_text(bdir, relpath, line):
 
 def measure_file(bdir, src):
     """The expansion entry of one file: bytes, lines, hottest lines."""
-    argv = build.compile_command(bdir, src)
-    pcmd = build.preprocess_command(argv)
+    argv = kcmd.compile_command(bdir, src)
+    pcmd = kcmd.preprocess_command(argv)
     a, secs = analyze(pcmd, bdir)
     hot = [{"at": f"{tree_path(t['file'])}:{t['line']}", "bytes": t["bytes"],
             "source": source_text(bdir, t["file"], t["line"]),
@@ -165,7 +165,7 @@ def measure_file(bdir, src):
 def _build_objects(req, case, tree, bdir, name, cc, todo):
     """Configure and build the objects of `todo`; a config that fails is a
     build failure of every object (the code under test)."""
-    objs = [build.obj_of(f) for f in todo]
+    objs = [kcmd.obj_of(f) for f in todo]
     with req.split.timed("builds"):
         try:
             build.configure(tree, bdir, cc, case_config(req, case), seed=True)
@@ -197,7 +197,7 @@ def built(bdir, chash, files):
         return False
     have = set(done.read_text().split())
     return _owner(bdir, chash) in have and all(
-        (build.obj_of(f) in have or "*" in have) and build.cmd_file(bdir, f).exists()
+        (kcmd.obj_of(f) in have or "*" in have) and kcmd.cmd_file(bdir, f).exists()
         for f in files)
 
 
@@ -279,7 +279,7 @@ def measure_point(req, case, tree, name, commit, cc, files, attribute=False,
         else:
             b = _build_objects(req, case, tree, bdir, name, cc, need)
             build_info = {"ok": b.ok, "seconds": round(b.seconds, 1),
-                          "targets": [build.obj_of(f) for f in need], "failed": b.failed}
+                          "targets": [kcmd.obj_of(f) for f in need], "failed": b.failed}
             note_built(bdir, b, build_info["targets"])
 
         def count_now(f, kind, k):
@@ -310,7 +310,7 @@ def measure_point(req, case, tree, name, commit, cc, files, attribute=False,
                 nxt.append((attribute, (f,)))
             return nxt
 
-        ok = [f for f in need if build.obj_of(f) not in b.failed]
+        ok = [f for f in need if kcmd.obj_of(f) not in b.failed]
         for f in need:
             if f not in ok:
                 failed[f] = {"status": "build-failure", "log_tail": b.log_tail}

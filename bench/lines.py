@@ -10,7 +10,7 @@ summed, and the files where that line's bytes changed are counted: a
 header line reached by several files shows once, with that count."""
 import re
 
-from kbuild import build, series
+from kbuild import build, kcmd, series
 from kbuild.util import KexpandError
 
 from . import engine
@@ -28,16 +28,16 @@ def per_line_bytes(req, config, ccver, tree, commit, cc, f):
     if got is None:
         series.checkout(tree, commit)
         bdir = build.build_dir(tree, commit, cc)
-        if not build.cmd_file(bdir, f).exists():
+        if not kcmd.cmd_file(bdir, f).exists():
             # the measurement came from the cache (keyed by commit): this
             # tree's build dir may never have compiled the file
             build.configure(tree, bdir, cc, config, seed=True)
-            b = build.build(tree, bdir, cc, [build.obj_of(f)], req.jobs)
+            b = build.build(tree, bdir, cc, [kcmd.obj_of(f)], req.jobs)
             if not b.ok:
                 raise KexpandError(f"building {f} at {commit[:12]} failed:\n"
                                    f"{b.log_tail}", "build")
-        argv = build.compile_command(bdir, f)
-        a, _ = engine.analyze(build.preprocess_command(argv), bdir, top=ALL_LINES)
+        argv = kcmd.compile_command(bdir, f)
+        a, _ = engine.analyze(kcmd.preprocess_command(argv), bdir, top=ALL_LINES)
         got = [[engine.tree_path(t["file"]), t["line"], t["bytes"]] for t in a["top"]]
         cache.put(key, got)
     return {(p, ln): b for p, ln, b in got}

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kbuild import build
+from kbuild import kcmd
 from kbuild.util import KexpandError, kill_group, pipe, spawn
 
 HERE = Path(__file__).resolve().parent
@@ -45,7 +45,7 @@ def own_bytes(bdir, argv, hot_at):
     """gcc: own bytes per macro and the byte classes, for the file and for
     its hottest line `hot_at` ('path:line', relative to the tree)."""
     _need(OWN_TOOL)
-    flags, src = build.strip_output(argv)
+    flags, src = kcmd.strip_output(argv)
     cmd = flags + ["-E", "-fdebug-cpp", "-o", "-", src]
     tool = [str(OWN_TOOL), "-n", str(TOP)] + (["-l", hot_at] if hot_at else [])
     out, aerr, prc, perr, arc, _ = pipe(cmd, tool, bdir)
@@ -133,7 +133,7 @@ def with_overlay(flags, header, overlay):
     relative to the tree) at its path under the -I directory that finds it;
     None when no -I directory does (the main file, a -include'd header)."""
     target = os.path.normpath("../" + header)
-    dirs = [d for d in map(os.path.normpath, build.include_dirs(flags))
+    dirs = [d for d in map(os.path.normpath, kcmd.include_dirs(flags))
             if target.startswith(d + "/")]
     if not dirs:
         return None
@@ -191,7 +191,7 @@ def stacks(bdir, argv, hot_at):
     """clang: inclusive bytes and calls per macro; the hottest line's
     expansion stacks (folded), pruned."""
     _need(STACK_TOOL)
-    flags, src = build.strip_output(argv)
+    flags, src = kcmd.strip_output(argv)
     with tempfile.TemporaryDirectory(prefix="kx-stacks-") as tmp:
         folded = Path(tmp) / "line.folded"
         d = run_stack_tool(bdir, flags, src, hot_at, folded if hot_at else None)
@@ -227,7 +227,7 @@ def measure(bdir, src, cc, expand):
     """The macros entry of one (commit, compiler, file); `expand` is the
     file's expansion entry (its bytes are the check, its hottest line the
     line to look into). Tool failures are an entry with status 'error'."""
-    argv = build.compile_command(bdir, src)
+    argv = kcmd.compile_command(bdir, src)
     hot = (expand.get("hot_lines") or [{}])[0].get("at")
     t0 = time.monotonic()
     try:

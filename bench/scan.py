@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from kbuild import build, series, trees
+from kbuild import build, kcmd, series, trees
 from kbuild.util import KexpandError, atomic_write, atomic_write_json, log, run, work_lock
 
 from . import dist, engine, results
@@ -33,7 +33,7 @@ def compile_commands(tree, bdir):
             obj = cmd.relative_to(bdir).with_name(cmd.name[1:-4])
             src = str(obj)[:-2] + ".c"
             try:
-                argv = build.compile_command(bdir, src)
+                argv = kcmd.compile_command(bdir, src)
             except KexpandError:
                 continue
             entries.append({"directory": str(bdir), "file": str(tree / src),
@@ -63,7 +63,7 @@ def one_per_file(entries):
     leave whichever came last."""
     chosen = {}
     for rel, argv in sorted(entries):
-        own = build.output_file(argv) == rel[:-2] + ".o"
+        own = kcmd.output_file(argv) == rel[:-2] + ".o"
         if rel not in chosen or (own and not chosen[rel][0]):
             chosen[rel] = (own, argv)
     return sorted((rel, argv) for rel, (_own, argv) in chosen.items())
@@ -74,7 +74,7 @@ def measure_one(bdir, rel, argv):
     not preprocess is recorded as an error, not a failed scan."""
     t0 = time.monotonic()
     try:
-        a, _ = engine.analyze(build.preprocess_command(argv), bdir, top=1)
+        a, _ = engine.analyze(kcmd.preprocess_command(argv), bdir, top=1)
     except KexpandError as e:
         if e.klass == "infra":
             raise
@@ -135,7 +135,7 @@ def input_key(bdir, rel, argv, memo):
     before (at another commit) is not measured again. None when the .cmd
     has no dependency list."""
     try:
-        deps = build.dependencies(build.cmd_file(bdir, rel))
+        deps = kcmd.dependencies(kcmd.cmd_file(bdir, rel))
     except OSError:
         return None
     if deps is None:
@@ -143,7 +143,7 @@ def input_key(bdir, rel, argv, memo):
     h = hashlib.sha256(json.dumps([argv, len(str(bdir))]).encode())
     for d in UNLISTED + sorted(set(deps)):
         h.update(d.encode() + b"\0" + _digest(Path(bdir) / d, memo) + b"\0")
-    dirs = [(d, os.path.normpath(os.path.join(bdir, d))) for d in build.include_dirs(argv)]
+    dirs = [(d, os.path.normpath(os.path.join(bdir, d))) for d in kcmd.include_dirs(argv)]
     src = "../" + os.path.dirname(rel)
     h.update(_listing(dirs + [(src, os.path.normpath(os.path.join(bdir, src)))], memo))
     return h.hexdigest()

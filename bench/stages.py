@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from kbuild import boot, build, conformance, series, trees
+from kbuild import boot, build, conformance, kcmd, series, trees
 from kbuild.util import KexpandError, atomic_write_json, log, read_json, work_lock
 
 from . import engine, lines, results, timing
@@ -362,14 +362,14 @@ def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"
         bdir = build.build_dir(tree, commit, "gcc")
         series.checkout(tree, commit)
         build.configure(tree, bdir, "gcc", engine.case_config(req, case))
-        b = build.build(tree, bdir, "gcc", [build.obj_of(file)], req.jobs)
+        b = build.build(tree, bdir, "gcc", [kcmd.obj_of(file)], req.jobs)
         if not b.ok:
             raise KexpandError(f"building {file} failed:\n{b.log_tail}", "build")
-        argv = build.compile_command(bdir, file)
+        argv = kcmd.compile_command(bdir, file)
         sample = req.work / "scratch" / "analyzer-sample.i"
         sample.parent.mkdir(parents=True, exist_ok=True)
         with open(sample, "wb") as out:
-            subprocess.run(build.preprocess_command(argv), cwd=bdir, stdout=out,
+            subprocess.run(kcmd.preprocess_command(argv), cwd=bdir, stdout=out,
                            check=True)
         size = sample.stat().st_size
         q = shlex.quote(str(sample))
@@ -377,7 +377,7 @@ def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"
                                req.work, runs=req.repeat, warmup=2)
         cat = timing.hyperfine(["sh", "-c", f"cat {q} > /dev/null"],
                                req.work, runs=req.repeat, warmup=2)
-        pre = timing.hyperfine(build.preprocess_command(argv, "/dev/null"), bdir,
+        pre = timing.hyperfine(kcmd.preprocess_command(argv, "/dev/null"), bdir,
                                runs=2, warmup=0)
         sample.unlink()
     out = {"file": file, "point": point, "commit": commit,

@@ -22,7 +22,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from kbuild import build, series, trees
+from kbuild import build, kcmd, series, trees
 from kbuild.util import KexpandError, atomic_write, atomic_write_json, log, run, work_lock
 
 from . import engine, results
@@ -168,8 +168,8 @@ class Sweep:
                                    chash, self.rel)
         got = self.cache.get(key)
         if got is None:
-            self.req.progress.say(f"  config {cid} ({kind}): building {build.obj_of(self.rel)}")
-            b = build.build(self.tree, bdir, self.cc, [build.obj_of(self.rel)],
+            self.req.progress.say(f"  config {cid} ({kind}): building {kcmd.obj_of(self.rel)}")
+            b = build.build(self.tree, bdir, self.cc, [kcmd.obj_of(self.rel)],
                             self.req.jobs)
             if not b.ok:
                 got = {"status": "not-built", "log_tail": b.log_tail[-1500:]}

@@ -173,7 +173,7 @@ def test_count_plan_caps_only_the_preprocessor(tmp_path, monkeypatch):
 
 def test_a_whole_kernel_build_marks_every_object_built(tmp_path):
     from bench import engine
-    from kbuild import build
+    from kbuild import kcmd
     bdir = tmp_path / "kb-0123456789ab-gcc"
     (bdir / "mm").mkdir(parents=True)
     (bdir / ".kexpand-config").write_text("h1\n")
@@ -181,7 +181,7 @@ def test_a_whole_kernel_build_marks_every_object_built(tmp_path):
     engine.note_full_build(bdir)
     # an object counts only where Kbuild left its command file
     assert not engine.built(bdir, "h1", ["mm/x.c"])
-    build.cmd_file(bdir, "mm/x.c").write_text("cmd_mm/x.o := gcc\n")
+    kcmd.cmd_file(bdir, "mm/x.c").write_text("cmd_mm/x.o := gcc\n")
     assert engine.built(bdir, "h1", ["mm/x.c"])
     assert not engine.built(bdir, "h2", ["mm/x.c"])        # another config
     # a copy of the dir (a seeded build dir) does not inherit the mark

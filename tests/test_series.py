@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kbuild import build
+from kbuild import build, kcmd
 from kbuild import series
 from kbuild.util import KexpandError
 
@@ -196,16 +196,16 @@ def test_compile_command_from_cmd_file(tmp_path):
     (b / "arch/x86/xen").mkdir(parents=True)
     (b / "arch/x86/xen/.setup.o.cmd").write_text(
         (Path(__file__).parent / "data/kbuild/setup.o.cmd").read_text())
-    argv = build.compile_command(b, "arch/x86/xen/setup.c")
+    argv = kcmd.compile_command(b, "arch/x86/xen/setup.c")
     assert argv[0] == "gcc" and argv[-1] == "../arch/x86/xen/setup.c"
     assert "objtool" not in " ".join(argv)       # the ';' post-step is dropped
     assert "-DKBUILD_MODFILE=\"arch/x86/xen/setup\"" in argv
-    pre = build.preprocess_command(argv)
+    pre = kcmd.preprocess_command(argv)
     assert pre[-4:] == ["-E", "-o", "-", "../arch/x86/xen/setup.c"]
     assert "-c" not in pre and not any(a.startswith("-Wp,-MMD") for a in pre)
     assert pre.count("-o") == 1
     with pytest.raises(KexpandError, match="was not compiled"):
-        build.compile_command(b, "mm/compaction.c")
+        kcmd.compile_command(b, "mm/compaction.c")
 
 
 def test_fragment_options():

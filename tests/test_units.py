@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench import results, stages, timing
-from kbuild import build, settings
+from kbuild import kcmd, settings
 from kbuild.util import KexpandError
 from plots import page
 from test_faults import fake, kx  # noqa: F401  (the fake tree and CLI runner)
@@ -344,27 +344,27 @@ def check_argv(argv):
 def test_compile_command_cmd_format_v6_1(tmp_path):
     bdir = cmdfile(tmp_path, f"cmd_mm/compaction.o := {ARGV}; {OBJTOOL}\n\n"
                              "source_mm/compaction.o := ../mm/compaction.c\n")
-    check_argv(build.compile_command(bdir, "mm/compaction.c"))
+    check_argv(kcmd.compile_command(bdir, "mm/compaction.c"))
 
 
 def test_compile_command_savedcmd_format_v6_3(tmp_path):
     bdir = cmdfile(tmp_path, f"savedcmd_mm/compaction.o := {ARGV}; {OBJTOOL}\n\n"
                              "source_mm/compaction.o := ../mm/compaction.c\n")
-    check_argv(build.compile_command(bdir, "mm/compaction.c"))
+    check_argv(kcmd.compile_command(bdir, "mm/compaction.c"))
 
 
 @pytest.mark.parametrize("prefix", ["cmd", "savedcmd"])
 def test_compile_command_kbuild_spacing(tmp_path, prefix):
     # Kbuild itself writes "$<   ; objtool ..." (see tests/data/kbuild)
     bdir = cmdfile(tmp_path, f"{prefix}_mm/compaction.o := {ARGV}   ; {OBJTOOL}\n")
-    check_argv(build.compile_command(bdir, "mm/compaction.c"))
+    check_argv(kcmd.compile_command(bdir, "mm/compaction.c"))
 
 
 def test_compile_command_unknown_format_is_infra(tmp_path):
     bdir = cmdfile(tmp_path, f"command_mm/compaction.o = {ARGV}\n"
                              "deps_mm/compaction.o := \\\n")
     with pytest.raises(KexpandError) as e:
-        build.compile_command(bdir, "mm/compaction.c")
+        kcmd.compile_command(bdir, "mm/compaction.c")
     assert e.value.klass == "infra"
     assert str(bdir / "mm" / ".compaction.o.cmd") in str(e.value)
 
@@ -372,7 +372,7 @@ def test_compile_command_unknown_format_is_infra(tmp_path):
 def test_compile_command_missing_cmd_file_is_build(tmp_path):
     (tmp_path / "kb").mkdir()
     with pytest.raises(KexpandError) as e:
-        build.compile_command(tmp_path / "kb", "mm/compaction.c")
+        kcmd.compile_command(tmp_path / "kb", "mm/compaction.c")
     assert e.value.klass == "build" and "mm/.compaction.o.cmd missing" in str(e.value)
 
 
@@ -543,7 +543,7 @@ def test_scan_input_key_follows_the_dependency_list(tmp_path):
     """A file is measured again exactly when its command, the config, or a
     file its Kbuild dependency list names changed."""
     from bench import scan
-    from kbuild import build
+    from kbuild import kcmd
     tree = tmp_path / "tree"
     bdir = tree / "kb-aaaaaaaaaaaa-gcc"
     (bdir / "mm").mkdir(parents=True)
@@ -559,7 +559,7 @@ def test_scan_input_key_follows_the_dependency_list(tmp_path):
         "savedcmd_mm/a.o := gcc -c ../mm/a.c\n\nsource_mm/a.o := ../mm/a.c\n\n"
         "deps_mm/a.o := \\\n  ../include/x.h \\\n    $(wildcard include/config/B) \\\n"
         "\nmm/a.o: $(deps_mm/a.o)\n\n$(deps_mm/a.o):\n")
-    assert build.dependencies(bdir / "mm/.a.o.cmd") == [
+    assert kcmd.dependencies(bdir / "mm/.a.o.cmd") == [
         "../mm/a.c", "../include/x.h", "include/config/B"]
 
     def key(argv=("gcc", "-E")):

@@ -9,7 +9,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from . import build
+from . import kcmd
 from .util import KexpandError, run
 
 EXPECT = re.compile(r"expect ([\w.+-]+): (accepted|warned|rejected)(?: -- (.*))?")
@@ -33,14 +33,14 @@ def template_command(bdir, files):
     """A compile command of this build dir to borrow the flags from."""
     for f in files:
         try:
-            return build.compile_command(bdir, f)
+            return kcmd.compile_command(bdir, f)
         except KexpandError:
             continue
     return None
 
 
 def compile_snippet(bdir, template, snippet_path):
-    flags, _src = build.strip_output(template)
+    flags, _src = kcmd.strip_output(template)
     flags = [t for t in flags if not t.startswith(("-DKBUILD_", "-D__KBUILD_"))]
     snippet_path = Path(snippet_path).resolve()
     if not snippet_path.is_file():
