@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import mtimes
 from .util import KexpandError, atomic_write_json, kill_group, log, read_json, run, spawn
 
 ARCH = "x86_64"
@@ -110,8 +111,9 @@ def seed_build_dir(tree, bdir, compiler, want, full=False):
     compiler and config in this tree, so Kbuild rebuilds only what differs
     between the two commits (a checkout rewrites exactly the files that
     differ, so they are newer than the copied objects, and Kbuild's
-    dependency files take it from there). Expansion bytes do not depend on
-    it; build times do, so a seeded dir never reports a clean build.
+    dependency files take it from there; mtimes.mark_changed makes sure of
+    the first part). Expansion bytes do not depend on it; build times do,
+    so a seeded dir never reports a clean build.
     full: a whole kernel is about to be built: an existing dir without one
     is replaced by a copy of a dir that has one (its objects are as good a
     start as the copy's, by the same argument). Returns the source dir's
@@ -126,11 +128,16 @@ def seed_build_dir(tree, bdir, compiler, want, full=False):
     if not same:
         return None
     src = max(same, key=lambda d: (d / ".kexpand-config").stat().st_mtime)
+    if not mtimes.known(tree, src.name.split("-")[1]):
+        return None                 # which files differ is unknowable
     if bdir.exists():
         shutil.rmtree(bdir)
     run(["cp", "-a", "--reflink=auto", str(src), str(bdir)],
         what=f"copying build dir {src.name}")
     retarget(src, bdir)
+    # the files that differ must look newer than the copied objects, which
+    # a time kept from an earlier checkout (kbuild.mtimes) would not
+    mtimes.mark_changed(tree, src.name.split("-")[1], bdir.name.split("-")[1])
     (bdir / ".kexpand-seeded-from").write_text(src.name + "\n")
     (bdir / ".kexpand-config").touch()       # the next dir seeds from this one
     log(f"{bdir.name}: starts from a copy of {src.name} (same config and compiler)")

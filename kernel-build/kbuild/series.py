@@ -11,6 +11,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import mtimes
 from .util import KexpandError, REPO, log, run, atomic_write_json, read_json
 
 SOURCE_PACKAGE = "linux-source-6.1"
@@ -338,11 +339,12 @@ def prepare(case, work, tarball, progress=None):
 
 
 def checkout(tree, commit):
-    """Check out a commit (detached); refuses a dirty tree."""
+    """Check out a commit (detached), keeping make's view of each commit's
+    files (kbuild.mtimes); refuses a dirty tree."""
     if not tree_is_clean(tree):
         raise KexpandError(f"{tree} has uncommitted changes; kexpand will not "
                            "overwrite them. Reset it or remove it to re-prepare.",
                            "infra")
     cur = git(tree, "rev-parse", "HEAD").stdout.strip()
     if cur != commit:
-        git(tree, "checkout", "-q", "--detach", commit)
+        mtimes.checkout(tree, cur, commit)

@@ -1,0 +1,126 @@
+"""make's view of a shared source tree across checkouts (kbuild.mtimes):
+a build dir stays up to date when the tree leaves its commit and comes
+back, and a build dir copied from another commit's is never taken as up
+to date. Real git and real make on a three-commit tree."""
+import os
+import subprocess
+import time
+
+import pytest
+
+from kbuild import build, series
+
+RULE = "o: ../h.h ../c.c\n\tcat ../h.h ../c.c > o\n"
+
+
+def git(tree, *args):
+    return subprocess.run(["git", "-C", str(tree), *args], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def tree(tmp_path):
+    t = tmp_path / "tree"
+    t.mkdir()
+    git(t, "init", "-q")
+    git(t, "config", "user.email", "t@example.org")
+    git(t, "config", "user.name", "t")
+    (t / "c.c").write_text('#include "h.h"\n')
+    commits = []
+    for v in ("1", "2", "3"):
+        (t / "h.h").write_text(f"#define V {v}\n")
+        git(t, "add", "-A")
+        git(t, "commit", "-q", "-m", v)
+        commits.append(git(t, "rev-parse", "HEAD"))
+    return t, commits
+
+
+def bdir_of(tree, commit):
+    return build.build_dir(tree, commit, "gcc")
+
+
+def make(bdir, question=False):
+    """Build `o` in bdir (question: only ask; True when up to date)."""
+    time.sleep(0.02)                 # distinct times without trusting ns
+    p = subprocess.run(["make", "-s", "-C", str(bdir)] + (["-q"] if question else []),
+                       capture_output=True, text=True)
+    return p.returncode == 0
+
+
+def new_bdir(tree, commit):
+    b = bdir_of(tree, commit)
+    b.mkdir()
+    (b / "Makefile").write_text(RULE)
+    return b
+
+
+def test_return_to_a_commit_keeps_its_build_dir_up_to_date(tree):
+    t, (a, b, _) = tree
+    series.checkout(t, a)
+    ba = new_bdir(t, a)
+    assert make(ba) and make(ba, question=True)
+    series.checkout(t, b)
+    bb = new_bdir(t, b)
+    assert make(bb)
+    assert not make(ba, question=True)           # at b, a's dir is out of date
+    series.checkout(t, a)
+    assert make(ba, question=True), "back at a, its build dir was up to date"
+    assert (ba / "o").read_text().startswith("#define V 1")
+    series.checkout(t, b)
+    assert make(bb, question=True)
+    assert series.tree_is_clean(t)
+
+
+def test_without_kept_times_make_would_rebuild(tree):
+    """The failure the module exists for, shown with a plain checkout."""
+    t, (a, b, _) = tree
+    series.checkout(t, a)
+    ba = new_bdir(t, a)
+    assert make(ba)
+    time.sleep(0.02)
+    git(t, "checkout", "-q", "--detach", b)
+    git(t, "checkout", "-q", "--detach", a)
+    assert not make(ba, question=True)
+
+
+def test_a_changed_file_is_newer_after_the_checkout(tree):
+    """First visit: the files that differ get the checkout's time, after
+    every object built before it."""
+    t, (a, b, _) = tree
+    series.checkout(t, a)
+    ba = new_bdir(t, a)
+    assert make(ba)
+    time.sleep(0.02)
+    series.checkout(t, b)
+    assert os.stat(t / "h.h").st_mtime_ns > os.stat(ba / "o").st_mtime_ns
+
+
+def test_seeded_build_dir_is_rebuilt_even_with_old_kept_times(tree):
+    """c was visited before b's dir was built, so c's kept time of h.h is
+    older than b's object; a dir for c copied from b's must still rebuild
+    (else it would keep b's object: wrong bytes)."""
+    t, (a, b, c) = tree
+    series.checkout(t, c)                        # first visit of c
+    series.checkout(t, b)
+    bb = new_bdir(t, b)
+    for f in (".kexpand-config", "include/generated/autoconf.h"):
+        (bb / f).parent.mkdir(parents=True, exist_ok=True)
+        (bb / f).write_text("tinyconfig\n")
+    assert make(bb)
+    series.checkout(t, c)                        # h.h gets its old time back
+    assert os.stat(t / "h.h").st_mtime_ns < os.stat(bb / "o").st_mtime_ns
+    bc = bdir_of(t, c)
+    assert build.seed_build_dir(t, bc, "gcc", "tinyconfig") == bb.name
+    assert not make(bc, question=True)
+    assert make(bc) and (bc / "o").read_text().startswith("#define V 3")
+
+
+def test_seed_from_an_unknown_commit_is_refused(tree):
+    t, (a, *_) = tree
+    series.checkout(t, a)
+    other = t / "kb-0123456789ab-gcc"
+    (other / "include/generated").mkdir(parents=True)
+    (other / ".kexpand-config").write_text("tinyconfig\n")
+    (other / "include/generated/autoconf.h").write_text("")
+    assert build.seed_build_dir(t, bdir_of(t, a), "gcc", "tinyconfig") is None
+    assert not bdir_of(t, a).exists()
