@@ -13,6 +13,7 @@ Two counters, chosen per machine by probing, and named in every record
   only in-process jobs) rather than assumed.
 Counts under QEMU are of guest x86_64 instructions; they are deterministic
 for the same program, arguments and input (the slowdown is about 7-8x)."""
+import hashlib
 import os
 import shutil
 import subprocess
@@ -57,6 +58,20 @@ def source():
     why.append(f"{QEMU} or {PLUGIN.name} missing (make bench installs qemu-user "
                "and builds the plugin)")
     return None, "; ".join(why)
+
+
+@lru_cache(maxsize=2)
+def identity(src):
+    """What a cached count depends on besides the command: the counter's
+    version and, under QEMU, the plugin's and wrapper's sources (a changed
+    plugin must not be taken for the same counter)."""
+    if src == "perf":
+        return run(["perf", "--version"], check=False).stdout.strip()
+    ver = run([QEMU, "--version"], check=False).stdout.splitlines()[:1]
+    h = hashlib.sha256()
+    for f in (HERE / "kx-icount.c", WRAP):
+        h.update(f.read_bytes() if f.exists() else b"-")
+    return f"{' '.join(ver)} {h.hexdigest()[:16]}"
 
 
 def parse_counts(text):

@@ -162,6 +162,15 @@ def test_count_plan_caps_only_the_preprocessor(tmp_path, monkeypatch):
     cache.put(key, {"instructions": 5, "instructions_source": "qemu-tcg",
                     "count_s": 1.0, "processes": 2})
     assert cost.count_plan(_Req(60), cache, *args, "time_c", 0)[0] == "have"
+    # ... by the same counter only: a changed plugin counts again
+    plugin = tmp_path / "kx-icount.c"
+    plugin.write_text("/* v1 */")
+    monkeypatch.setattr(icount, "HERE", tmp_path)
+    monkeypatch.setattr(icount, "identity", icount.identity.__wrapped__)
+    assert cost.count_plan(_Req(60), cache, *args, "time_c", 0)[0] == "count"
+    _, key1 = cost.count_plan(_Req(60), cache, *args, "time_c", 0)
+    plugin.write_text("/* v2 */")
+    assert cost.count_plan(_Req(60), cache, *args, "time_c", 0)[1] != key1
     what, v = cost.count_plan(_Req(0), cache, *args, "time_c", 0)
     assert what == "have" and v["instructions_note"] == "ICOUNT_CAP=0"
     # the counts join the timed entries with their slowdown

@@ -131,3 +131,14 @@ def test_scan_on_612_ranks_the_changed_file_first(k612):
                               if json.load(open(p))["point"] == "HEAD~2")))
     assert rec["n_reused"] >= 0.9 * rec["n_files"] and rec["n_measured"] >= 1
     assert rec["files"]["mm/compaction.c"].get("status") == "ok"
+    # the scan built A, then B (compaction.c rewritten by the checkout);
+    # back at A, its kernel is up to date: the checkout gave compaction.c
+    # back A's time (kbuild.mtimes), so make compiles and links nothing
+    from kbuild import build, series, trees
+    clone = trees.user_clone(user, base / "work")
+    a = trees.resolve(user, "HEAD~3")
+    bdir = build.build_dir(clone, a, "gcc")
+    before = {f: (bdir / f).stat().st_mtime_ns for f in ("vmlinux", "mm/compaction.o")}
+    series.checkout(clone, a)
+    assert build.build_kernel(clone, bdir, "gcc", 2).ok
+    assert {f: (bdir / f).stat().st_mtime_ns for f in before} == before
