@@ -2,13 +2,14 @@
 a build dir stays up to date when the tree leaves its commit and comes
 back, and a build dir copied from another commit's is never taken as up
 to date. Real git and real make on a three-commit tree."""
+import json
 import os
 import subprocess
 import time
 
 import pytest
 
-from kbuild import build, series
+from kbuild import build, mtimes, series
 
 RULE = "o: ../h.h ../c.c\n\tcat ../h.h ../c.c > o\n"
 
@@ -124,3 +125,15 @@ def test_seed_from_an_unknown_commit_is_refused(tree):
     (other / "include/generated/autoconf.h").write_text("")
     assert build.seed_build_dir(t, bdir_of(t, a), "gcc", "tinyconfig") is None
     assert not bdir_of(t, a).exists()
+
+
+def test_the_store_keeps_the_most_recent_commits(tree, monkeypatch):
+    t, (a, b, c) = tree
+    monkeypatch.setattr(mtimes, "KEEP", 2)
+    for x in (a, b, c, a):
+        series.checkout(t, x)
+    store = json.loads((t / ".git" / mtimes.STORE).read_text())
+    assert list(store) == [b, c]
+    (t / ".git" / mtimes.STORE).write_text("{not json")
+    series.checkout(t, b)                       # a corrupt store is started afresh
+    assert list(json.loads((t / ".git" / mtimes.STORE).read_text())) == [a]

@@ -21,6 +21,7 @@ from pathlib import Path
 from .util import atomic_write_json, read_json, run
 
 STORE = "kexpand-mtimes.json"      # in the tree's git dir, never in a commit
+KEEP = 32       # commits remembered (a bisect of a user's tree visits many)
 
 
 def _git(tree, *args):
@@ -51,13 +52,16 @@ def checkout(tree, cur, commit):
     store_file = Path(_git(tree, "rev-parse", "--absolute-git-dir").stdout.strip()) / STORE
     store = read_json(store_file) if store_file.is_file() else None
     store = store if isinstance(store, dict) else {}
-    mine = store.setdefault(cur, {})
+    mine = store.pop(cur, {})
     for rel in changed:
         if (p := _file(tree, rel)):
             mine[rel] = p.stat().st_mtime_ns
+    store[cur] = mine                       # most recent last
+    back = store.get(commit, {})
+    while len(store) > KEEP:                # forgetting costs only a rebuild
+        store.pop(next(iter(store)))
     atomic_write_json(store_file, store)
     _git(tree, "checkout", "-q", "--detach", commit)
-    back = store.get(commit, {})
     for rel in changed:
         if rel in back and isinstance(back[rel], int) and (p := _file(tree, rel)):
             os.utime(p, ns=(back[rel], back[rel]))
