@@ -4,6 +4,9 @@ import io
 import matplotlib
 
 matplotlib.use("Agg")
+# the same data gives the same SVG bytes (no date, fixed clip-path ids), so a
+# regenerated page changes in git only where the results did
+matplotlib.rcParams["svg.hashsalt"] = "kexpand"
 import matplotlib.pyplot as plt          # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter   # noqa: E402
 
@@ -41,7 +44,8 @@ def _save(fig, out_base):
     fig.tight_layout()
     for ext in ("png", "svg"):
         buf = io.BytesIO()
-        fig.savefig(buf, format=ext, dpi=110)
+        fig.savefig(buf, format=ext, dpi=110,
+                    metadata={"Date": None} if ext == "svg" else None)
         atomic_write(f"{out_base}.{ext}", buf.getvalue())
     plt.close(fig)
 
