@@ -246,3 +246,20 @@ def test_threshold_parsing():
     for bad in ("lots", "infx", "nan", "-5", "0", "1e999", "", "2xx", "5 MB MB"):
         with pytest.raises(KexpandError, match="THRESHOLD="):
             parse_threshold(bad)
+
+
+def test_build_progress_learns_from_real_builds_only(tmp_path):
+    """A build with nothing to do (3 steps) must not teach the next real
+    build of the same config to expect 3 steps."""
+    counts = tmp_path / "build-steps.json"
+
+    def run(n):
+        p = build.BuildProgress(counts, "tinyconfig gcc bzImage", "x")
+        for _ in range(n):
+            p.line("  CC      mm/x.o\n")
+        p.done(True)
+        return p.expected
+    assert run(750) is None
+    assert run(3) == 750
+    assert run(600) == 750
+    assert build.BuildProgress(counts, "tinyconfig gcc bzImage", "x").expected == 600
