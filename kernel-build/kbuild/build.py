@@ -128,7 +128,9 @@ def seed_build_dir(tree, bdir, compiler, want, full=False):
     if not same:
         return None
     src = max(same, key=lambda d: (d / ".kexpand-config").stat().st_mtime)
-    if not mtimes.known(tree, src.name.split("-")[1]):
+    commits = src.name.split("-")[1], bdir.name.split("-")[1]
+    kept = mtimes.kept(tree)
+    if kept and not mtimes.known(tree, commits[0]):
         return None                 # which files differ is unknowable
     if bdir.exists():
         shutil.rmtree(bdir)
@@ -137,7 +139,8 @@ def seed_build_dir(tree, bdir, compiler, want, full=False):
     retarget(src, bdir)
     # the files that differ must look newer than the copied objects, which
     # a time kept from an earlier checkout (kbuild.mtimes) would not
-    mtimes.mark_changed(tree, src.name.split("-")[1], bdir.name.split("-")[1])
+    if kept:
+        mtimes.mark_changed(tree, *commits)
     (bdir / ".kexpand-seeded-from").write_text(src.name + "\n")
     (bdir / ".kexpand-config").touch()       # the next dir seeds from this one
     log(f"{bdir.name}: starts from a copy of {src.name} (same config and compiler)")

@@ -34,6 +34,18 @@ def _changed(tree, a, b):
     return [p for p in out.split("\0") if p]
 
 
+def _store_file(tree):
+    p = run(["git", "-C", str(tree), "rev-parse", "--absolute-git-dir"], check=False)
+    return Path(p.stdout.strip()) / STORE if p.returncode == 0 else None
+
+
+def kept(tree):
+    """Whether checkouts in this tree ever kept times (only then can a
+    file's time be older than its last change)."""
+    f = _store_file(tree)
+    return bool(f and f.exists())
+
+
 def known(tree, commit):
     return run(["git", "-C", str(tree), "cat-file", "-e", f"{commit}^{{commit}}"],
                check=False).returncode == 0
@@ -49,7 +61,7 @@ def checkout(tree, cur, commit):
     give the rewritten files back the times they had when the tree was last
     at `commit`; files new to this tree keep the checkout's time."""
     changed = _changed(tree, cur, commit)
-    store_file = Path(_git(tree, "rev-parse", "--absolute-git-dir").stdout.strip()) / STORE
+    store_file = _store_file(tree)
     store = read_json(store_file) if store_file.is_file() else None
     store = store if isinstance(store, dict) else {}
     mine = store.pop(cur, {})
