@@ -125,8 +125,7 @@ def count_plan(req, cache, commit, cc, ccver, chash, f, kind, estimate):
                         "instructions_note": f"not counted: the preprocessor took "
                         f"{estimate:.1f} s of CPU, over the {req.icount_cap} s cap "
                         "(ICOUNT_CAP)"}
-    key = cache.icount_key(commit, cc, ccver, chash, f, kind,
-                           f"{src} {icount.identity(src)}")
+    key = cache.icount_key(commit, cc, ccver, chash, f, kind, icount.identity(src))
     c = cache.get(key)
     if isinstance(c, dict) and isinstance(c.get("instructions"), int):
         return "have", c

@@ -64,14 +64,14 @@ def source():
 def identity(src):
     """What a cached count depends on besides the command: the counter's
     version and, under QEMU, the plugin's and wrapper's sources (a changed
-    plugin must not be taken for the same counter)."""
+    plugin must not be taken for the same counter), after its name."""
     if src == "perf":
-        return run(["perf", "--version"], check=False).stdout.strip()
+        return f"perf {run(['perf', '--version'], check=False).stdout.strip()}"
     ver = run([QEMU, "--version"], check=False).stdout.splitlines()[:1]
     h = hashlib.sha256()
     for f in (HERE / "kx-icount.c", WRAP):
         h.update(f.read_bytes() if f.exists() else b"-")
-    return f"{' '.join(ver)} {h.hexdigest()[:16]}"
+    return f"{src} {' '.join(ver)} {h.hexdigest()[:16]}"
 
 
 def parse_counts(text):

@@ -67,6 +67,11 @@ def build_dir(tree, commit, compiler):
     return Path(tree) / f"kb-{commit[:12]}-{compiler}"
 
 
+def commit_of(bdir):
+    """The (12-hex) commit a build_dir() name was made for."""
+    return Path(bdir).name.split("-")[1]
+
+
 def fragment_options(fragment):
     opts = {}
     for line in Path(fragment).read_text().splitlines():
@@ -128,9 +133,8 @@ def seed_build_dir(tree, bdir, compiler, want, full=False):
     if not same:
         return None
     src = max(same, key=lambda d: (d / ".kexpand-config").stat().st_mtime)
-    commits = src.name.split("-")[1], bdir.name.split("-")[1]
     kept = mtimes.kept(tree)
-    if kept and not mtimes.known(tree, commits[0]):
+    if kept and not mtimes.known(tree, commit_of(src)):
         return None                 # which files differ is unknowable
     if bdir.exists():
         shutil.rmtree(bdir)
@@ -140,7 +144,7 @@ def seed_build_dir(tree, bdir, compiler, want, full=False):
     # the files that differ must look newer than the copied objects, which
     # a time kept from an earlier checkout (kbuild.mtimes) would not
     if kept:
-        mtimes.mark_changed(tree, *commits)
+        mtimes.mark_changed(tree, commit_of(src), commit_of(bdir))
     (bdir / ".kexpand-seeded-from").write_text(src.name + "\n")
     (bdir / ".kexpand-config").touch()       # the next dir seeds from this one
     log(f"{bdir.name}: starts from a copy of {src.name} (same config and compiler)")

@@ -7,10 +7,10 @@ them with the current time, so going A -> B -> A left A's build dirs older
 than those files, and make rebuilt everything that includes them although
 nothing they were built from had changed (minmax.h reaches nearly the
 whole kernel: measured, a second `make scan CONFIG=defconfig` rebuilt both
-points). So `checkout` keeps, per commit, the
-times of the files a checkout rewrites and puts them back when the tree
-returns to that commit: a path's content at a commit never changes, so make
-sees what it saw when that commit's build dirs were built.
+points). So `checkout` keeps, per commit, the times of the files a
+checkout rewrites and puts them back when the tree returns to that commit:
+a path's content at a commit never changes, so make sees what it saw when
+that commit's build dirs were built.
 
 The one case where an old time would hide a change is a build dir copied
 from another commit's (build.seed_build_dir): `mark_changed` stamps the
@@ -24,9 +24,10 @@ STORE = "kexpand-mtimes.json"      # in the tree's git dir, never in a commit
 KEEP = 32       # commits remembered (a bisect of a user's tree visits many)
 
 
-def _git(tree, *args):
+def _git(tree, *args, check=True):
     env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1")
-    return run(["git", "-C", str(tree), *args], env=env, what=f"git {args[0]}")
+    return run(["git", "-C", str(tree), *args], env=env, check=check,
+               what=f"git {args[0]}")
 
 
 def _changed(tree, a, b):
@@ -35,7 +36,7 @@ def _changed(tree, a, b):
 
 
 def _store_file(tree):
-    p = run(["git", "-C", str(tree), "rev-parse", "--absolute-git-dir"], check=False)
+    p = _git(tree, "rev-parse", "--absolute-git-dir", check=False)
     return Path(p.stdout.strip()) / STORE if p.returncode == 0 else None
 
 
@@ -47,8 +48,8 @@ def kept(tree):
 
 
 def known(tree, commit):
-    return run(["git", "-C", str(tree), "cat-file", "-e", f"{commit}^{{commit}}"],
-               check=False).returncode == 0
+    return _git(tree, "cat-file", "-e", f"{commit}^{{commit}}",
+                check=False).returncode == 0
 
 
 def _file(tree, rel):
@@ -81,10 +82,7 @@ def checkout(tree, cur, commit):
 
 def mark_changed(tree, a, b):
     """Stamp the files that differ between commits a and b (the tree is at
-    b) with the current time; returns how many."""
-    n = 0
+    b) with the current time."""
     for rel in _changed(tree, a, b):
         if (p := _file(tree, rel)):
             os.utime(p)
-            n += 1
-    return n
