@@ -23,31 +23,44 @@ PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 # them ($(shell ...) in A= runs nothing) and the shell never sees them.
 KX_VARS := A B FILE FILES GOOD BAD KERNEL POINTS CASE RUNS JOBS BOOT_TIMEOUT ICOUNT_CAP \
            THRESHOLD NO_TIME NO_BOOT NO_MACROS WRITE_FOCUS CONFIG KCONFIG KEXPAND_WORK KEXPAND_RESULTS \
-           DASK_SCHEDULER POINT N
+           DASK_SCHEDULER POINT N PATCHES BASE NAME RANGE EVERY SCAN MAX_COMMITS
 $(foreach v,$(KX_VARS),$(if $(filter command line,$(origin $(v))),$(eval override $(v) := $$(value $(v)))$(eval export $(v))))
 export KX_CC := $(if $(filter command line,$(origin CC)),$(value CC))
+# The names of every variable on the command line, so that a misspelt one
+# (FIELS=) or one the target does not take is named instead of ignored.
+export KX_GIVEN := $(filter-out PY CC_HOST,$(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 
+# Run a program in the background and wait for it, passing TERM, INT and
+# HUP on: make signals only its direct child (this shell), which would
+# otherwise die and leave the program running with the lock held. `wait`
+# returns early when a trapped signal arrives, so it is called until the
+# program is gone. Sets rc to the program's exit code.
+fg = stop=; pid=; trap 'stop=1; [ -z "$$pid" ] || kill -TERM $$pid 2>/dev/null' TERM INT HUP; \
+	$(1) & pid=$$!; [ -z "$$stop" ] || kill -TERM $$pid 2>/dev/null; \
+	while wait $$pid; rc=$$?; kill -0 $$pid 2>/dev/null; do :; done
 # Run a measuring command, then draw the reports (also after build or boot
-# failures, which are data); exit with the measuring command's code.
-measure = rc=0; $(PY) bench/kexpand.py $(1) || rc=$$?; \
-	case $$rc in 0|3|4) $(PY) compare.py $(2) || exit $$?;; esac; exit $$rc
+# failures, which are data, and after a regression found by make check);
+# exit with the measuring command's code. An interrupt stops both.
+measure = $(call fg,$(PY) bench/kexpand.py $(1)); mrc=$$rc; [ -z "$$stop" ] || exit $$mrc; \
+	case $$mrc in 0|1|3|4) $(call fg,$(PY) compare.py $(2)); [ $$rc = 0 ] || exit $$rc;; esac; exit $$mrc
 
-TOOLS := bench/kx-analyze bench/kx-macros bench/kx-macrostack bench/kx-icount.so
+T := bench/tools
+TOOLS := $(T)/kx-analyze $(T)/kx-macros $(T)/kx-macrostack $(T)/kx-icount.so
 all: $(TOOLS)
 
-bench/kx-analyze: bench/kx-analyze.c bench/kx-json.h
+$(T)/kx-analyze: $(T)/kx-analyze.c $(T)/kx-json.h
 	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ $<
 
-bench/kx-macros: bench/kx-macros.c bench/kx-srcmap.c bench/kx-srcmap.h bench/kx-json.h
-	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ bench/kx-macros.c bench/kx-srcmap.c
+$(T)/kx-macros: $(T)/kx-macros.c $(T)/kx-srcmap.c $(T)/kx-srcmap.h $(T)/kx-json.h
+	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ $(T)/kx-macros.c $(T)/kx-srcmap.c
 
 # a QEMU TCG plugin (user mode): instruction counts where perf has no PMU
-bench/kx-icount.so: bench/kx-icount.c
+$(T)/kx-icount.so: $(T)/kx-icount.c
 	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -fPIC -shared -o $@ $<
 
 # clang's preprocessor API is C++ (Debian's libclang-14-dev, libclang-cpp14-dev)
 LLVM_DIR := /usr/lib/llvm-14
-bench/kx-macrostack: bench/kx-macrostack.cpp
+$(T)/kx-macrostack: $(T)/kx-macrostack.cpp
 	g++ -O2 -g -std=c++17 -Wall -Wextra -Werror -isystem $(LLVM_DIR)/include -o $@ $< \
 	  -L$(LLVM_DIR)/lib -Wl,-rpath,$(LLVM_DIR)/lib -lclang-cpp -lLLVM-14
 
@@ -70,10 +83,10 @@ bench: deps-bench $(TOOLS)
 	@$(call measure,bench,)
 
 prepare: deps-bench
-	$(PY) bench/kexpand.py prepare
+	@$(call fg,$(PY) bench/kexpand.py prepare); exit $$rc
 
 plots:
-	$(PY) compare.py
+	@$(call fg,$(PY) compare.py); exit $$rc
 
 # Boot-check points (POINTS="a b", default all) in QEMU + conformance matrix.
 boot: deps-bench $(TOOLS)
@@ -90,7 +103,7 @@ sweep: deps-bench $(TOOLS)
 
 # Throughput of the C analyzer, and its cost relative to gcc -E (setup.c, laight-v4).
 bench-analyzer: deps-bench $(TOOLS)
-	$(PY) bench/kexpand.py analyzer-bench
+	@$(call fg,$(PY) bench/kexpand.py analyzer-bench); exit $$rc
 
 # Compare two commits: series tags, or any commit-ish of KERNEL=<git tree>.
 compare: deps-bench $(TOOLS)
@@ -108,4 +121,5 @@ test: deps-test $(TOOLS)
 
 clean:
 	rm -f $(TOOLS)
-	rm -rf tests/__pycache__ bench/__pycache__ kernel-build/kbuild/__pycache__ plots/__pycache__ .pytest_cache
+	rm -rf tests/__pycache__ bench/__pycache__ bench/cmd/__pycache__ bench/measure/__pycache__ \
+	  kernel-build/kbuild/__pycache__ plots/__pycache__ .pytest_cache

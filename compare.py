@@ -16,8 +16,6 @@ c-time-CC.*. Scan output (results/scan/A..B/): ranking.md, growth.*.
 Imports: bench.results (the results/ contract), bench.stats, plots/."""
 import argparse
 import csv
-import json
-import os
 import sys
 from pathlib import Path
 
@@ -25,9 +23,10 @@ REPO = Path(__file__).resolve().parent
 sys.path[:0] = [str(REPO), str(REPO / "kernel-build")]
 
 import bench.results                                   # noqa: E402
-from bench import stats                                # noqa: E402
-from bench.results import (KexpandError, atomic_write, log,  # noqa: E402
-                           main_wrapper, read_json)
+from bench import verdict                              # noqa: E402
+from kbuild import settings                            # noqa: E402
+from kbuild.util import (KexpandError, atomic_write, log,  # noqa: E402
+                         main_wrapper, read_json)
 from plots import macros, page, regression, tables    # noqa: E402
 from plots import sweep as sweep_report                # noqa: E402
 from plots.tables import ok                            # noqa: E402
@@ -42,7 +41,7 @@ COMPARE_COLUMNS = ["file", "compiler", "bytes_a", "bytes_b", "bytes_ratio",
                    "e_time_ratio", "e_significant", "e_decided_by"]
 
 
-NOISE_FILE = "noise.json"     # what the bench's A/A check measured
+NOISE_FILE = verdict.NOISE_FILE     # what the bench's A/A check measured
 
 SERIES_METRICS = [
     # stem, title, y label, getter(entry) -> (value, err), formatter name, log
@@ -91,70 +90,6 @@ def plot_all(index, records, outdir):
 
 # --- A versus B ---------------------------------------------------------------
 
-def pair_rows(pair, records, noise=None):
-    """One row per (file, compiler): bytes from the records, compile cost
-    from the pair's own interleaved runs (pair.json "timings", `make
-    compare`) or else from the records (the bench's A/A pair, timed with
-    all points), judged by bench.stats.verdict with `noise` (A/A)."""
-    by = {(r["commit"], r["compiler"]): r for r in records}
-    rows = []
-    for cc in pair["compilers"]:
-        ra = by.get((pair["a"]["commit"], cc))
-        rb = by.get((pair["b"]["commit"], cc))
-        if not ra or not rb:
-            continue
-        for f in pair["files"]:
-            ea, eb = ra["files"].get(f), rb["files"].get(f)
-            if not ok(ea) or not ok(eb):
-                rows.append({"file": f, "compiler": cc, "status":
-                             f"A {(ea or {}).get('status')}, B {(eb or {}).get('status')}"})
-                continue
-            row = {"file": f, "compiler": cc, "status": "ok",
-                   "bytes_a": ea["expanded_bytes"], "bytes_b": eb["expanded_bytes"],
-                   "bytes_ratio": round(eb["expanded_bytes"] / ea["expanded_bytes"], 4),
-                   "longest_line_a": ea["longest_line_bytes"],
-                   "longest_line_b": eb["longest_line_bytes"],
-                   "hot_a": ea.get("hot_lines", []), "hot_b": eb.get("hot_lines", [])}
-            own = ((pair.get("timings") or {}).get(cc) or {}).get(f)
-            if own:
-                ea, eb = own["a"], own["b"]
-            row.update(cost_columns(ea, eb, noise))
-            rows.append(row)
-    return rows
-
-
-def cost_columns(ea, eb, noise):
-    """The compile-cost columns of a row: -c (the verdict) and -E."""
-    row = {}
-    ta, tb = ea.get("time_c"), eb.get("time_c")
-    if ta and tb:
-        v = stats.verdict(ta, tb, noise)
-        row.update({"c_time_a_s": ta["median_s"], "c_time_b_s": tb["median_s"],
-                    "c_sd_a": ta["stddev_s"], "c_sd_b": tb["stddev_s"],
-                    "c_time_ratio": round(tb["median_s"] / ta["median_s"], 4),
-                    "significant": v["significant"], "decided_by": v["decided_by"],
-                    "threshold": v["threshold"], "threshold_from": v["threshold_from"],
-                    "c_time_p_value": v.get("wall_time_p"),
-                    "noise_rel": v.get("wall_time_spread", 0.0),
-                    "c_instructions_a": v["instructions_a"],
-                    "c_instructions_b": v["instructions_b"],
-                    "c_instructions_ratio": v["instructions_ratio"],
-                    "c_cpu_a_s": ta.get("cpu_median_s"), "c_cpu_b_s": tb.get("cpu_median_s"),
-                    "c_cpu_time_ratio": v.get("cpu_time_ratio"),
-                    "c_wall_time_ratio": v.get("wall_time_ratio"),
-                    "peak_rss_a_kb": ta.get("peak_rss_kb"),
-                    "peak_rss_b_kb": tb.get("peak_rss_kb")})
-    ta, tb = ea.get("time_E"), eb.get("time_E")
-    if ta and tb:
-        v = stats.verdict(ta, tb, noise)
-        row.update({"e_instructions_ratio": v["instructions_ratio"],
-                    "e_cpu_time_ratio": v.get("cpu_time_ratio"),
-                    "e_wall_time_ratio": v.get("wall_time_ratio"),
-                    "e_time_ratio": round(tb["median_s"] / ta["median_s"], 4),
-                    "e_significant": v["significant"], "e_decided_by": v["decided_by"]})
-    return row
-
-
 def write_pair_report(results, outdir, records=None):
     outdir = Path(outdir)
     pair = read_json(outdir / "pair.json")
@@ -163,18 +98,18 @@ def write_pair_report(results, outdir, records=None):
                            "'make compare A=... B=...'")
     if records is None:
         records = bench.results.load_records(results)
-    # the bench's A/A pair is judged on the floors and measures the noise
-    # every other pair's thresholds come from (results/noise.json)
+    # the bench's A/A pair is judged on the floors and measured the noise
+    # every other pair's thresholds come from (results/noise.json, written
+    # by make bench): the verdicts do not depend on the order of reports
     noise = None if pair.get("aa_check") or not (results / NOISE_FILE).exists() \
         else read_json(results / NOISE_FILE)
-    rows = pair_rows(pair, records, noise if isinstance(noise, dict) else None)
+    rows = verdict.pair_rows(pair, records, noise if isinstance(noise, dict) else None)
     aa = ""
     if pair.get("aa_check"):
         ok_rows = [r for r in rows if r["status"] == "ok"]
-        n = dict(stats.aa_noise(ok_rows), pair=outdir.name, rows=len(ok_rows),
+        n = dict(verdict.aa_noise(ok_rows), rows=len(ok_rows),
                  flagged=sum(bool(r.get("significant") or r.get("e_significant"))
                              for r in ok_rows))
-        atomic_write(results / NOISE_FILE, json.dumps(n, indent=1) + "\n")
         pct = lambda x: "not measured" if x is None else f"{x:.3%}"   # noqa: E731
         aa = ("\n## The built-in A/A check\n\nB expands byte for byte like A, so "
               "every difference below is noise. Largest |B/A - 1| over the "
@@ -327,9 +262,12 @@ def write_series(results, case):
         raise KexpandError(f"no {results}/series-{case}.json: run 'make bench' first")
     everything = bench.results.load_records(results)
     records = [r for r in everything if r.get("case", case) == case]
-    if not records:
-        raise KexpandError(f"no expansion records under {results}: run "
-                           "'make bench' first")
+    write_boot_report(results, index)
+    write_conformance(results, index)
+    if not records:         # make boot alone: boots and conformance only
+        log(f"no expansion records under {results} yet: the series plots and "
+            "tables come with 'make bench'")
+        return
     outdir = results / "plots"
     written = plot_all(index, records, outdir)
     atomic_write(results / "expansion.md", tables.tables(index, records))
@@ -338,8 +276,6 @@ def write_series(results, case):
     atomic_write(results / "macros.md", macros.series_markdown(index, records))
     written += macros.flame_graphs(index, records, outdir)
     written += every_commit_plot(index, everything, outdir)
-    write_boot_report(results, index)
-    write_conformance(results, index)
     # every compare pair, the bench's A/A check among them, from these records
     pairs = sorted((results / "compare").glob("*/pair.json"),
                    key=lambda p: (not (read_json(p) or {}).get("aa_check"), str(p)))
@@ -365,19 +301,16 @@ def main(argv=None):
     mode.add_argument("--index", action="store_true",
                       help="only results/index.html")
     args = ap.parse_args(argv)
-    # read here, not at import: the same defaults as kbuild.settings
-    env = os.environ
-    results = Path(args.results or env.get("KEXPAND_RESULTS") or
-                   REPO / "results").resolve()
+    # the same Request as the measuring side (kbuild.settings), so that a
+    # setting means the same here (KEXPAND_RESULTS='~/x', CONFIG=, KERNEL=)
+    command = "compare" if args.compare else "scan" if args.scan else \
+        "sweep" if args.sweep else "report"
+    req = settings.from_env(command, {"results": args.results, "case": args.case})
+    results = req.results
     if args.compare or args.scan:
-        args.pair = bench.results.pair_dir(results, "compare" if args.compare else "scan",
-                                           env.get("A", "").strip(), env.get("B", "").strip())
-    if args.scan:       # a scan of another config than tinyconfig: its own dir
-        args.pair = args.pair.with_name(args.pair.name + bench.results.config_tag(
-            env.get("CONFIG", "").strip(), env.get("KCONFIG", "").strip() or None))
+        args.pair = bench.results.report_dir(req, command, req.a or "", req.b or "")
     if args.sweep:
-        print(write_sweep_report(results, env.get("POINT", "").strip(),
-                                 env.get("FILE", "").strip()))
+        print(write_sweep_report(results, req.point or "", req.file or ""))
     elif args.scan:
         write_scan_report(results, args.pair)
         print((Path(args.pair) / "ranking.md").read_text())
@@ -385,7 +318,7 @@ def main(argv=None):
         write_pair_report(results, args.pair)
         print((Path(args.pair) / "report.md").read_text())
     elif not args.index:
-        write_series(results, args.case or env.get("CASE") or "minmax")
+        write_series(results, req.case)
     out = page.write_index(results, PLOT_ORDER)
     log(f"wrote {out}")
     return 0

@@ -1,12 +1,16 @@
 """bench: kexpand's measuring stage. Reads kernel-build's trees and builds,
 writes results/; knows nothing of compare.py or plots/.
 
-  cli       the command line (main(argv))
-  points    what a command measures, checked up front; the measuring loop
-  engine    one (commit, compiler): analyzer pipe, hyperfine, the cache
-  stages    prepare, bench, boot, conformance, compare, analyzer-bench
-  bisection git bisect run on a file's expansion bytes
-  scan      every C file of a full build through the analyzer
-  timing    hyperfine + GNU time, the noise judgement
-  stats     statistics on raw samples
-  results   the results/ contract: records, shapes, summary.csv"""
+  kexpand.py   the entry point (puts the packages on sys.path)
+  cli.py       the command line: main(argv)
+  results.py   the results/ contract: records, shapes, directory names, CSV
+  verdict.py   is a difference in compile cost significant (A/A noise, Welch)
+  cmd/         the commands, one module each: prepare, bench, boot, compare,
+               bisection, scan, sweep, analyzer (make bench-analyzer), and
+               inputs (what a command measures, checked before any work)
+  measure/     the measuring engine: cache, expansion (the analyzer pipe),
+               point (one commit and the loop over commits), cost, timing
+               (hyperfine), icount (instruction counts), macros,
+               changed_lines, scanfiles (a build's C files), dist (Dask)
+  tools/       the native tools: kx-analyze.c, kx-macros.c (+ kx-srcmap),
+               kx-macrostack.cpp, kx-icount.c (QEMU plugin), kx-icount-wrap"""

@@ -19,7 +19,7 @@ import argparse
 from kbuild import series, settings
 from kbuild.util import main_wrapper
 
-from . import bisection, scan, stages, sweep
+from .cmd import analyzer, bench, bisection, boot, compare, prepare, scan, sweep
 
 COMMON = ("case", "points", "files", "cc", "kernel", "a", "b", "file", "good",
           "bad", "threshold", "write_focus", "config", "kconfig")
@@ -73,9 +73,9 @@ def main(argv=None):
     if cmd == "bisect-step":
         req.strict_config = extra["strict_config"] != "0"
         return bisection.cmd_bisect_step(req, case, extra["tree"], extra["step_threshold"])
-    return {"prepare": stages.cmd_prepare, "bench": stages.cmd_bench,
-            "boot": stages.cmd_boot, "compare": stages.cmd_compare,
-            "analyzer-bench": stages.cmd_analyzer_bench,
+    return {"prepare": prepare.cmd_prepare, "bench": bench.cmd_bench,
+            "boot": boot.cmd_boot, "compare": compare.cmd_compare,
+            "analyzer-bench": analyzer.cmd_analyzer_bench,
             "bisect": bisection.cmd_bisect, "scan": scan.cmd_scan,
             "sweep": sweep.cmd_sweep}[cmd](req, case)
 

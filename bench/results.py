@@ -15,7 +15,7 @@ from pathlib import Path
 # compare.py reads results/ through this module only; these helpers are
 # its share of kbuild.util (it imports nothing from kernel-build/ itself).
 from kbuild.util import (KexpandError, atomic_write, atomic_write_json,  # noqa: F401
-                         log, main_wrapper, read_json)
+                         log, read_json)
 
 SCHEMA = 1
 OTHER_KINDS = ("kexpand.boot", "kexpand.conformance", "kexpand.scan")
@@ -89,15 +89,25 @@ def record_ok(rec):
         and all(entry_ok(e) for e in rec["files"].values())
 
 
+HASH_HEX = 12          # of a name that had to change: 48 bits, no collisions in practice
+NAME_MAX = 96          # a directory name component, well under the 255 bytes of ext4
+
+
+def _h(text):
+    return hashlib.sha256(text.encode()).hexdigest()[:HASH_HEX]
+
+
 def safe_name(ref):
     """A directory name for a ref. Characters other than [A-Za-z0-9-_.+]
-    become '_', and when that changed anything a short hash of the ref is
-    appended (also to a plain name that already ends like such a hash),
-    so two different refs never share a directory."""
+    become '_', and when that changed anything (or the name is long) a
+    hash of the ref is appended (also to a plain name that already ends
+    like such a hash), so two different refs never share a directory and
+    no name is too long for the file system."""
     s = "".join(c if c.isalnum() and c.isascii() or c in "-_.+" else "_"
                 for c in ref)
-    if s != ref or s.startswith(".") or re.search(r"-[0-9a-f]{6}$", s):
-        s = f"{s.lstrip('.')}-{hashlib.sha256(ref.encode()).hexdigest()[:6]}"
+    if s != ref or s.startswith(".") or len(s) > NAME_MAX or \
+            re.search(r"-[0-9a-f]{6}$|-[0-9a-f]{12}$", s):
+        s = f"{s.lstrip('.')[:NAME_MAX - HASH_HEX - 1]}-{_h(ref)}"
     return s
 
 
@@ -111,9 +121,56 @@ def config_tag(base, kconfig):
     return "" if base in ("", "tinyconfig") else f"@{base}"
 
 
-def pair_dir(results, kind, a, b):
-    """results/<kind>/<A>..<B>: where compare, scan and bisect write."""
-    return Path(results) / kind / f"{safe_name(a)}..{safe_name(b)}"
+def identity(req, files=True):
+    """Everything that decides what a report holds besides its refs: the
+    tree (KERNEL=), the config, the compilers and the files. Kept in
+    pair.json; a report directory belongs to one identity."""
+    return {"kernel": str(Path(req.kernel).expanduser().resolve()) if req.kernel else None,
+            "config": req.config_base,
+            "kconfig_sha256": hashlib.sha256(Path(req.kconfig).read_bytes()).hexdigest()
+            if req.kconfig else None,
+            "compilers": list(req.compilers) if req.compilers_given else None,
+            "files": list(req.files) if files and req.files else None}
+
+
+def identity_tag(req, files=True, compilers=True):
+    """The directory-name suffix of a report's identity: '' for the
+    default (the packaged tree, tinyconfig, both compilers, the focus
+    files); else readable parts, and a hash of the whole identity where
+    the parts do not name it (a tree's path, a list of files)."""
+    ident = identity(req, files)
+    tag = config_tag(req.config_base, req.kconfig)
+    if ident["kernel"]:
+        tag += f"@{safe_name(Path(ident['kernel']).name)[:40]}-{_h(ident['kernel'])[:8]}"
+    if compilers and ident["compilers"] and len(ident["compilers"]) == 1:
+        tag += f"@{ident['compilers'][0]}"
+    if ident["files"]:
+        tag += f"@files-{_h(' '.join(ident['files']))[:8]}"
+    return tag
+
+
+def pair_dir(results, kind, a, b, tag=""):
+    """results/<kind>/<A>..<B><tag>: where compare, scan and bisect write
+    (tag: identity_tag)."""
+    return Path(results) / kind / f"{safe_name(a)}..{safe_name(b)}{tag}"
+
+
+def report_dir(req, kind, a, b):
+    """Where a compare, scan or bisect of A and B writes: its refs and its
+    identity (identity_tag: tree, config, compilers, files). The measuring
+    command and compare.py both name it from the same Request."""
+    return pair_dir(req.results, kind, a, b, identity_tag(
+        req, files=kind == "compare", compilers=kind != "bisect"))
+
+
+def claim_dir(outdir, ident):
+    """Refuse to write a report into a directory that holds a report of
+    another identity (exit 2, naming it)."""
+    old = read_json(Path(outdir) / "pair.json") if (Path(outdir) / "pair.json").exists() \
+        else None
+    if isinstance(old, dict) and "identity" in old and old["identity"] != ident:
+        raise KexpandError(f"{outdir} holds the report of another run ({old['identity']}); "
+                           "move it away or give KEXPAND_RESULTS= another directory")
 
 
 def record_path(results, commit, compiler):

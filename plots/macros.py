@@ -1,7 +1,7 @@
 """Which macro: results/macros.csv, results/macros.md, the flame graphs of
 each focus file's hottest line, and the macro changes of a compare pair,
 all from the `macros` entries of the records (bench/macros.py)."""
-from bench.macros import changes
+from bench.measure.macros import changes
 
 from . import flame
 

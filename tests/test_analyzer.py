@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-ANALYZER = REPO / "bench" / "kx-analyze"
+ANALYZER = REPO / "bench" / "tools" / "kx-analyze"
 DATA = Path(__file__).parent / "data"
 PATS = {"choose_expr": b"__builtin_choose_expr", "stmt_expr": b"({",
         "unique_id": b"__UNIQUE_ID_"}

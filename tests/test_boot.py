@@ -96,7 +96,7 @@ def test_initramfs_tool_failure_is_infra(tmp_path):
     tool = tmp_path / "t"
     tool.write_text("#!/bin/sh\necho broken >&2; exit 1\n")
     tool.chmod(0o755)
-    with pytest.raises(boot.KexpandError, match="gen_init_cpio.*broken") as e:
+    with pytest.raises(boot.KexpandError, match="(?s)gen_init_cpio.*broken") as e:
         boot.make_initramfs(tool, tmp_path / "i.cpio", {})
     assert e.value.klass == "infra"
 

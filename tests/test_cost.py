@@ -1,11 +1,12 @@
-"""Compile cost: the verdict rule (bench/stats.py), interleaved runs
+"""Compile cost: the verdict rule (bench/verdict.py), interleaved runs
 (bench/timing.py) and the instruction counter (bench/icount.py, with
 QEMU's plugin or perf) on real compilers and tiny inputs."""
 import shutil
 
 import pytest
 
-from bench import icount, stats, timing
+from bench import verdict as stats
+from bench.measure import icount, timing
 
 
 def t_entry(times, cpu=None, instructions=None):
@@ -149,9 +150,10 @@ class _Req:
 
 
 def test_count_plan_caps_only_the_preprocessor(tmp_path, monkeypatch):
-    from bench import cost, engine
+    from bench.measure import cost
+    from bench.measure.cache import Cache
     monkeypatch.setattr(icount, "source", lambda: ("qemu-tcg", "test"))
-    cache = engine.Cache(tmp_path)
+    cache = Cache(tmp_path)
     args = ("c0ffee", "gcc", "gcc 12", "h", "mm/x.c")
     what, v = cost.count_plan(_Req(60), cache, *args, "time_E", 61.0)
     assert what == "have" and v["instructions"] is None
@@ -181,7 +183,7 @@ def test_count_plan_caps_only_the_preprocessor(tmp_path, monkeypatch):
 
 
 def test_a_whole_kernel_build_marks_every_object_built(tmp_path):
-    from bench import engine
+    from kbuild import builddir as engine
     from kbuild import kcmd
     bdir = tmp_path / "kb-0123456789ab-gcc"
     (bdir / "mm").mkdir(parents=True)
@@ -204,7 +206,8 @@ def test_an_error_in_the_pool_kills_the_running_children():
     """The exact work runs in threads whose children have sessions of their
     own: an infra error (or Ctrl-C) must end them, not wait for them."""
     import time
-    from kbuild.util import KexpandError, run, run_jobs
+    from kbuild.proc import run, run_jobs
+    from kbuild.util import KexpandError
     got = {}
 
     def slow():
@@ -222,7 +225,8 @@ def test_an_error_in_the_pool_kills_the_running_children():
 def test_the_pool_runs_what_a_job_returns_first_and_fails_only_its_file():
     """A file's expansion hands its -E count and attribution to the front of
     the queue; a job's (non-infra) error fails its file, not the point."""
-    from kbuild.util import KexpandError, run_jobs
+    from kbuild.proc import run_jobs
+    from kbuild.util import KexpandError
     order, failed = [], {}
 
     def expand(f):

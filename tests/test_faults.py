@@ -370,7 +370,7 @@ def test_user_tree_with_local_changes_measured_committed_only(fake, tmp_path):
     assert trees.snapshot(user) == snap
     assert (user / "mm/compaction.c").read_text() == "#error uncommitted\n"
     # 'HEAD~1' is not a plain name: its directory carries a hash of it
-    out = next((base / "results/compare").glob("HEAD_1-*..HEAD"))
+    out = next((base / "results/compare").glob("HEAD_1-*..HEAD@*"))
     rows = (out / "compare.csv").read_text().splitlines()
     setup = next(r for r in rows if r.startswith("arch/x86/xen/setup.c"))
     a, b = map(int, setup.split(",")[2:4])
@@ -460,7 +460,7 @@ def test_compare_a_commit_with_itself_reports_no_change(fake):
     base, env = fake
     p = mk(env, "compare", CASE="fake", A="after", B="after", CC="gcc", RUNS=2)
     assert p.returncode == 0, p.stderr
-    out = base / "results/compare/after..after"
+    out = base / "results/compare/after..after@gcc"
     rows = list(csv.DictReader(open(out / "compare.csv")))
     assert {r["file"] for r in rows} == {"arch/x86/xen/setup.c", "mm/compaction.c"}
     for r in rows:
@@ -498,5 +498,5 @@ def test_changed_lines_when_a_came_from_the_cache_of_another_tree(fake, tmp_path
     assert p.returncode == 0, p.stderr
     p = mk(env, "compare", CASE="fake", KERNEL=two, A="HEAD~1", B="HEAD", CC="gcc", NO_TIME=1)
     assert p.returncode == 0, p.stderr
-    out = next((base / "results/compare").glob("HEAD_1-*..HEAD"))
+    out = next((base / "results/compare").glob("HEAD_1-*..HEAD@*"))
     assert json.loads((out / "lines.json").read_text())["lines"] == []

@@ -1,7 +1,7 @@
 """Matching source lines of A and B through their diff (bench/lines.py)."""
 import subprocess
 
-from bench import lines
+from bench.measure import changed_lines as lines
 
 
 def test_b_to_a_shifts_and_pairs():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import macros
+from bench.measure import macros
 from plots import flame
 from plots import macros as pmacros
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kbuild import build, mtimes, series
+from kbuild import build, builddir, mtimes, series
 
 RULE = "o: ../h.h ../c.c\n\tcat ../h.h ../c.c > o\n"
 
@@ -111,7 +111,7 @@ def test_seeded_build_dir_is_rebuilt_even_with_old_kept_times(tree):
     series.checkout(t, c)                        # h.h gets its old time back
     assert os.stat(t / "h.h").st_mtime_ns < os.stat(bb / "o").st_mtime_ns
     bc = bdir_of(t, c)
-    assert build.seed_build_dir(t, bc, "gcc", "tinyconfig") == bb.name
+    assert builddir.seed(t, bc, "gcc", "tinyconfig") == bb.name
     assert not make(bc, question=True)
     assert make(bc) and (bc / "o").read_text().startswith("#define V 3")
 
@@ -123,7 +123,7 @@ def test_seed_from_an_unknown_commit_is_refused(tree):
     (other / "include/generated").mkdir(parents=True)
     (other / ".kexpand-config").write_text("tinyconfig\n")
     (other / "include/generated/autoconf.h").write_text("")
-    assert build.seed_build_dir(t, bdir_of(t, a), "gcc", "tinyconfig") is None
+    assert builddir.seed(t, bdir_of(t, a), "gcc", "tinyconfig") is None
     assert not bdir_of(t, a).exists()
 
 

@@ -237,7 +237,7 @@ def test_kernel_must_be_a_kernel_git_tree(tmp_path):
 
 
 def test_threshold_parsing():
-    from bench.bisection import threshold_bytes
+    from bench.cmd.bisection import threshold_bytes
     from kbuild.settings import parse_threshold
     assert threshold_bytes("20MB", 1, 2) == 20_000_000
     assert threshold_bytes("2x", 4_000_000, 9_000_000) == 8_000_000

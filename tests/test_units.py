@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import results, stages, timing
+from bench import results
+from bench.cmd import bench as stages
+from bench.measure import timing
 from kbuild import kcmd, settings
 from kbuild.util import KexpandError
 from plots import page
@@ -415,7 +417,7 @@ def test_seed_build_dir_copies_only_a_matching_config(tmp_path):
     """A new build dir starts from the newest one of the same compiler and
     config; nothing is seeded across configs or compilers, or over a dir
     that exists."""
-    from kbuild import build
+    from kbuild import build, builddir
     old = tmp_path / "kb-aaaaaaaaaaaa-gcc"
     (old / "include/generated").mkdir(parents=True)
     (old / "include/generated/autoconf.h").write_text("#define CONFIG_X 1\n")
@@ -426,17 +428,17 @@ def test_seed_build_dir_copies_only_a_matching_config(tmp_path):
     clang.mkdir()
     (clang / ".kexpand-config").write_text("h1\n")
     new = tmp_path / "kb-bbbbbbbbbbbb-gcc"
-    assert build.seed_build_dir(tmp_path, new, "gcc", "h2") is None and not new.exists()
-    assert build.seed_build_dir(tmp_path, new, "clang", "h1") is None
-    assert build.seed_build_dir(tmp_path, new, "gcc", "h1") == old.name
+    assert builddir.seed(tmp_path, new, "gcc", "h2") is None and not new.exists()
+    assert builddir.seed(tmp_path, new, "clang", "h1") is None
+    assert builddir.seed(tmp_path, new, "gcc", "h1") == old.name
     assert (new / "mm/compaction.o").read_bytes() == b"obj"
     assert (new / ".kexpand-seeded-from").read_text().strip() == old.name
     assert (new / "mm/compaction.o").stat().st_mtime == (old / "mm/compaction.o").stat().st_mtime
-    assert build.seed_build_dir(tmp_path, new, "gcc", "h1") is None     # exists
+    assert builddir.seed(tmp_path, new, "gcc", "h1") is None     # exists
 
 
 def test_seed_for_a_full_build_replaces_a_dir_without_one(tmp_path):
-    from kbuild import build
+    from kbuild import build, builddir
     def kb(name, vmlinux):
         d = tmp_path / name
         (d / "include/generated").mkdir(parents=True)
@@ -446,11 +448,11 @@ def test_seed_for_a_full_build_replaces_a_dir_without_one(tmp_path):
             (d / "vmlinux").write_bytes(b"elf")
         return d
     full, objs = kb("kb-aaaaaaaaaaaa-gcc", True), kb("kb-bbbbbbbbbbbb-gcc", False)
-    assert build.seed_build_dir(tmp_path, objs, "gcc", "h1") is None      # exists
-    assert build.seed_build_dir(tmp_path, objs, "gcc", "h1", full=True) == full.name
+    assert builddir.seed(tmp_path, objs, "gcc", "h1") is None      # exists
+    assert builddir.seed(tmp_path, objs, "gcc", "h1", full=True) == full.name
     assert (objs / "vmlinux").read_bytes() == b"elf"
     # a dir with a whole kernel is never replaced
-    assert build.seed_build_dir(tmp_path, full, "gcc", "h1", full=True) is None
+    assert builddir.seed(tmp_path, full, "gcc", "h1", full=True) is None
 
 
 def test_seeded_dir_names_itself_where_a_path_was_absolute(tmp_path):
@@ -458,7 +460,7 @@ def test_seeded_dir_names_itself_where_a_path_was_absolute(tmp_path):
     name the copy, with the file's mtime kept (else objtool is rebuilt and
     every object with it)."""
     import os
-    from kbuild import build
+    from kbuild import build, builddir
     old = tmp_path / "kb-aaaaaaaaaaaa-gcc"
     (old / "include/generated").mkdir(parents=True)
     (old / "include/generated/autoconf.h").write_text("")
@@ -469,7 +471,7 @@ def test_seeded_dir_names_itself_where_a_path_was_absolute(tmp_path):
     os.utime(cmd, (1_000_000, 1_000_000))
     (old / "vmlinux.o").write_bytes(b"\0" + str(old).encode())    # binary: left alone
     new = tmp_path / "kb-bbbbbbbbbbbb-gcc"
-    assert build.seed_build_dir(tmp_path, new, "gcc", "h1") == old.name
+    assert builddir.seed(tmp_path, new, "gcc", "h1") == old.name
     text = (new / "tools/objtool/.check.o.cmd").read_text()
     assert str(old) not in text and text.count(str(new)) == 2
     assert (new / "tools/objtool/.check.o.cmd").stat().st_mtime == 1_000_000
@@ -478,8 +480,8 @@ def test_seeded_dir_names_itself_where_a_path_was_absolute(tmp_path):
 
 
 def test_measuring_again_needs_no_build_only_where_this_commit_built(tmp_path):
-    from bench import engine
-    from kbuild import build
+    from kbuild import builddir as engine
+    from kbuild import build, builddir
     d = tmp_path / "kb-aaaaaaaaaaaa-gcc"
     (d / "mm").mkdir(parents=True)
     (d / "include/generated").mkdir(parents=True)
@@ -488,22 +490,21 @@ def test_measuring_again_needs_no_build_only_where_this_commit_built(tmp_path):
     (d / "mm/compaction.o").write_bytes(b"o")
     (d / "mm/.compaction.o.cmd").write_text("savedcmd_mm/compaction.o := gcc\n")
     assert not engine.built(d, "h1", ["mm/compaction.c"])       # no list: build
-    engine.note_built(d, build.BuildResult(True, 1.0, "", []), ["mm/compaction.o"])
+    engine.note_built(d, ["mm/compaction.o"], [])
     assert engine.built(d, "h1", ["mm/compaction.c"])
     assert not engine.built(d, "h2", ["mm/compaction.c"])        # another config
     assert not engine.built(d, "h1", ["mm/compaction.c", "mm/vmscan.c"])
-    engine.note_built(d, build.BuildResult(False, 1.0, "", ["mm/vmscan.o"]),
-                      ["mm/vmscan.o"])
+    engine.note_built(d, ["mm/vmscan.o"], ["mm/vmscan.o"])
     assert not engine.built(d, "h1", ["mm/vmscan.c"])            # it failed
     # configure() rewrote the dir's config: what was built before is not h2's
     (d / ".kexpand-config").write_text("h2\n")
     assert not engine.built(d, "h2", ["mm/compaction.c"])
-    engine.note_built(d, build.BuildResult(True, 1.0, "", []), ["mm/vmscan.o"])
+    engine.note_built(d, ["mm/vmscan.o"], [])
     assert not engine.built(d, "h2", ["mm/compaction.c"])
     (d / ".kexpand-config").write_text("h1\n")
     # a copy for another commit starts without the list
     new = tmp_path / "kb-bbbbbbbbbbbb-gcc"
-    assert build.seed_build_dir(tmp_path, new, "gcc", "h1") == d.name
+    assert builddir.seed(tmp_path, new, "gcc", "h1") == d.name
     assert not engine.built(new, "h1", ["mm/compaction.c"])
 
 
@@ -513,7 +514,6 @@ def test_series_line_names_every_commit_between_points(tmp_path):
     next point."""
     import subprocess
     from types import SimpleNamespace
-    from bench import stages
 
     def git(*a):
         return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t",
@@ -542,7 +542,7 @@ def test_series_line_names_every_commit_between_points(tmp_path):
 def test_scan_input_key_follows_the_dependency_list(tmp_path):
     """A file is measured again exactly when its command, the config, or a
     file its Kbuild dependency list names changed."""
-    from bench import scan
+    from bench.measure import scanfiles as scan
     from kbuild import kcmd
     tree = tmp_path / "tree"
     bdir = tree / "kb-aaaaaaaaaaaa-gcc"
@@ -599,7 +599,7 @@ def test_scan_measures_a_file_built_twice_once_with_its_own_object(tmp_path):
     stub's lib-ctype.o with other flags): compile_commands.json lists it
     twice. The scan keeps one entry per C file, the command of the object
     beside it, whichever order the generator wrote them in."""
-    from bench import scan
+    from bench.measure import scanfiles as scan
     tree = tmp_path / "tree"
     bdir = tree / "kb-aaaaaaaaaaaa-gcc"
     bdir.mkdir(parents=True)

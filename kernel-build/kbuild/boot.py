@@ -15,8 +15,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import build
-from .util import KexpandError, kill_group, log, run, spawn
+from . import build, builddir
+from .proc import kill_group, run, spawn
+from .util import KexpandError, log
 
 HERE = Path(__file__).resolve().parent.parent       # kernel-build/
 MODULE_SRC = HERE / "minmax-test"
@@ -103,12 +104,10 @@ def make_initramfs(tool, path, files):
         spec.append(f"file /{name} {Path(src).resolve()} {mode} 0 0")
     spec_file = Path(path).with_suffix(".spec")
     spec_file.write_text("\n".join(spec) + "\n")
-    p = subprocess.run([str(tool), str(spec_file)], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE)
-    if p.returncode != 0:
-        raise KexpandError(f"gen_init_cpio {spec_file} failed: "
-                           f"{p.stderr.decode(errors='replace')[-500:]}", "infra")
-    Path(path).write_bytes(p.stdout)
+    tmp = Path(path).with_suffix(".part")
+    with open(tmp, "wb") as out:
+        run([str(tool), str(spec_file)], stdout=out, what="gen_init_cpio")
+    tmp.replace(path)
     return path
 
 
@@ -229,15 +228,15 @@ def classify(run_, suite="kexpand-minmax"):
     return out
 
 
-def boot_point(tree, bdir, promises, workdir, timeout, jobs):
+def boot_point(tree, bdir, config, promises, workdir, timeout, jobs):
     """Build everything for one point and boot it. Returns the result dict
-    (status "build-failure" when the kernel or the module did not build)."""
+    (status "build-failure" when the kernel or the module did not build).
+    The kernel comes from builddir.ensure_kernel: a new dir starts from a
+    copy of the previous point's (kernel_build_from says which)."""
     out = {"qemu_version": qemu_version()}
-    b = build.build_kernel(tree, bdir, "gcc", jobs)
+    b = builddir.ensure_kernel(tree, bdir, "gcc", config, jobs)
     out["kernel_build_s"] = round(b.seconds, 1)
-    seeded = Path(bdir) / ".kexpand-seeded-from"
-    out["kernel_build_from"] = "clean" if b.from_clean else (
-        seeded.read_text().strip() if seeded.exists() else "incremental")
+    out["kernel_build_from"] = "cached" if b.info.get("cached") else b.info.get("from")
     ko, tail = None, b.log_tail
     if b.ok:
         try:

@@ -7,16 +7,14 @@ path in the commands and in the preprocessor's line markers is relative,
 and expansion bytes do not depend on where the work directory is."""
 import collections
 import hashlib
-import os
 import re
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import mtimes
-from .util import KexpandError, atomic_write_json, kill_group, log, read_json, run, spawn
+from .proc import kill_group, run, spawn
+from .util import KexpandError, atomic_write_json, log, read_json
 
 ARCH = "x86_64"
 COMPILERS = {"gcc": [], "clang": ["LLVM=1"]}
@@ -94,112 +92,6 @@ def unknown_symbols(tree, names):
     return [n for n in names if known and n not in known]
 
 
-def retarget(src, dst):
-    """After copying build dir src to dst: Kbuild names the build dir
-    relatively, but objtool's build (tools/) and external modules record
-    it as an absolute path. Left naming src, their commands look changed,
-    objtool is rebuilt, and its new binary puts every object out of date
-    (a full rebuild: measured, 1,204 steps on 6.12). Build dir names have
-    one length (kb-<12 hex>-<cc>), so the text is rewritten in place;
-    mtimes are kept, which is what make compares."""
-    old, new = str(Path(src).resolve()), str(Path(dst).resolve())
-    hits = run(["grep", "-rlIF", "--", old, str(dst)], check=False).stdout
-    for f in hits.splitlines():
-        path = Path(f)
-        st = path.stat()
-        path.write_bytes(path.read_bytes().replace(old.encode(), new.encode()))
-        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-
-
-def seed_build_dir(tree, bdir, compiler, want, full=False):
-    """Start a new build dir as a copy of the newest build dir of the same
-    compiler and config in this tree, so Kbuild rebuilds only what differs
-    between the two commits (a checkout rewrites exactly the files that
-    differ, so they are newer than the copied objects, and Kbuild's
-    dependency files take it from there; mtimes.mark_changed makes sure of
-    the first part). Expansion bytes do not depend on it; build times do,
-    so a seeded dir never reports a clean build.
-    full: a whole kernel is about to be built: an existing dir without one
-    is replaced by a copy of a dir that has one (its objects are as good a
-    start as the copy's, by the same argument). Returns the source dir's
-    name, or None."""
-    if bdir.exists() and (not full or (bdir / "vmlinux").exists()):
-        return None
-    same = [d for d in Path(tree).glob(f"kb-*-{compiler}")
-            if d != bdir and (d / ".kexpand-config").is_file()
-            and (d / ".kexpand-config").read_text().strip() == want
-            and (d / "include/generated/autoconf.h").is_file()
-            and (not full or (d / "vmlinux").is_file())]
-    if not same:
-        return None
-    src = max(same, key=lambda d: (d / ".kexpand-config").stat().st_mtime)
-    kept = mtimes.kept(tree)
-    if kept and not mtimes.known(tree, commit_of(src)):
-        return None                 # which files differ is unknowable
-    if bdir.exists():
-        shutil.rmtree(bdir)
-    run(["cp", "-a", "--reflink=auto", str(src), str(bdir)],
-        what=f"copying build dir {src.name}")
-    retarget(src, bdir)
-    # the files that differ must look newer than the copied objects, which
-    # a time kept from an earlier checkout (kbuild.mtimes) would not
-    if kept:
-        mtimes.mark_changed(tree, commit_of(src), commit_of(bdir))
-    (bdir / ".kexpand-seeded-from").write_text(src.name + "\n")
-    (bdir / ".kexpand-config").touch()       # the next dir seeds from this one
-    log(f"{bdir.name}: starts from a copy of {src.name} (same config and compiler)")
-    return src.name
-
-
-def configure(tree, bdir, compiler, config, seed=False, full=False):
-    """base config (or the user's .config) + fragment + olddefconfig;
-    checks every fragment option took effect. Skipped when the build dir
-    already has this config. seed: a new build dir may start as a copy of
-    another (seed_build_dir). A new config forgets engine.BUILT's list."""
-    stamp = bdir / ".kexpand-config"
-    want = config.hash()
-    if seed:
-        seed_build_dir(tree, bdir, compiler, want, full)
-    if stamp.exists() and stamp.read_text().strip() == want and \
-            (bdir / ".config").exists():
-        return
-    bdir.mkdir(parents=True, exist_ok=True)
-    margs = make_args(compiler)
-    if config.kconfig:
-        (bdir / ".config").write_bytes(Path(config.kconfig).read_bytes())
-    else:
-        run(["make", "-s", "-C", str(tree), f"O={bdir.name}", *margs,
-             config.base], what=f"make {config.base}", klass="build")
-    run([str(tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(bdir),
-         str(bdir / ".config"), str(config.fragment)], what="merge_config.sh",
-        klass="build")
-    run(["make", "-s", "-C", str(tree), f"O={bdir.name}", *margs,
-         "olddefconfig"], what="make olddefconfig", klass="build")
-    have = {}
-    for line in (bdir / ".config").read_text().splitlines():
-        m = re.match(r"(CONFIG_\w+)=(.*)", line)
-        if m:
-            have[m.group(1)] = m.group(2)
-    want_opts = fragment_options(config.fragment)
-    lost = [k for k, v in want_opts.items() if have.get(k, "n") != v]
-    if lost:
-        unknown = unknown_symbols(tree, lost)
-        parts = []
-        if unknown:
-            parts.append(f"unknown to this tree (no Kconfig defines them): "
-                         f"{', '.join(unknown)}")
-        rest = [f"{k}={want_opts[k]}" for k in lost if k not in unknown]
-        if rest:
-            parts.append(f"lost after olddefconfig (unmet dependencies?): "
-                         f"{', '.join(rest)}")
-        msg = f"config fragment {config.fragment}: " + "; ".join(parts)
-        if config.strict:
-            raise KexpandError(msg)
-        log(f"warning: {msg}; measuring without them")
-    (bdir / ".kexpand-built").unlink(missing_ok=True)
-    stamp.write_text(want + "\n")
-
-
 @dataclass
 class BuildResult:
     ok: bool
@@ -254,16 +146,17 @@ class BuildProgress:
             atomic_write_json(self.file, known)
 
 
-def build(tree, bdir, compiler, targets, jobs, keep_going=True):
+def build(tree, bdir, compiler, targets, jobs, keep_going=True, seeded=False,
+          config_hash=None):
     """make the given targets (objects like mm/compaction.o, or bzImage),
-    streaming Kbuild's output into a progress line every 30 s."""
+    streaming Kbuild's output into a progress line every 30 s. seeded: the
+    dir started as a copy of another (never a clean build); config_hash
+    keys the step counts of the progress line."""
     cmd = ["make", "-C", str(tree), f"O={bdir.name}", *make_args(compiler),
            f"-j{jobs}", *(["-k"] if keep_going else []), *targets]
     from_clean = not any(bdir.glob("*/*.o")) and not (bdir / "vmlinux").exists() \
-        and not (bdir / ".kexpand-seeded-from").exists()
-    stamp = bdir / ".kexpand-config"
-    key = f"{stamp.read_text().strip() if stamp.exists() else '-'} {compiler} " \
-          f"{' '.join(targets)}"
+        and not seeded
+    key = f"{config_hash or '-'} {compiler} {' '.join(targets)}"
     prog = BuildProgress(Path(tree).parent / "build-steps.json", key,
                          f"building {' '.join(targets[:3])}"
                          f"{' ...' if len(targets) > 3 else ''} in {bdir.name}")
@@ -296,12 +189,22 @@ def build(tree, bdir, compiler, targets, jobs, keep_going=True):
                        prog.steps, from_clean)
 
 
-def build_kernel(tree, bdir, compiler, jobs):
+def build_kernel(tree, bdir, compiler, jobs, seeded=False, config_hash=None):
     """The whole kernel: bzImage, and for gcc what external modules need
-    (modules_prepare). Used by the boot check and the scan alike; `info`
-    says how long it took and whether it started from a clean build dir."""
+    (modules_prepare). builddir.ensure_kernel calls it (the boot check and
+    the scans); `info` says how long it took and whether it started from a
+    clean build dir."""
     targets = ["bzImage", "modules_prepare"] if compiler == "gcc" else ["bzImage"]
-    b = build(tree, bdir, compiler, targets, jobs, keep_going=False)
+    b = build(tree, bdir, compiler, targets, jobs, keep_going=False, seeded=seeded,
+              config_hash=config_hash)
     b.info = {"full_build_s": round(b.seconds, 1), "from_clean": b.from_clean,
               "jobs": jobs, "ok": b.ok, "steps": b.steps}
     return b
+
+
+def case_config(req, case):
+    """The Config of a request: the case's fragment on the base the user
+    chose (CONFIG=, default tinyconfig, or KCONFIG=), strict on the
+    packaged tree, lenient on a user's tree."""
+    return Config(case.config, base=req.config_base, kconfig=req.kconfig,
+                  strict=req.strict_config)

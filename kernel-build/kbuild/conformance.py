@@ -10,7 +10,8 @@ import re
 from pathlib import Path
 
 from . import kcmd
-from .util import KexpandError, run
+from .proc import run
+from .util import KexpandError
 
 EXPECT = re.compile(r"expect ([\w.+-]+): (accepted|warned|rejected)(?: -- (.*))?")
 

@@ -18,7 +18,8 @@ files that differ between the two commits as new."""
 import os
 from pathlib import Path
 
-from .util import atomic_write_json, read_json, run
+from .proc import run
+from .util import atomic_write_json, read_json
 
 STORE = "kexpand-mtimes.json"      # in the tree's git dir, never in a commit
 KEEP = 32       # commits remembered (a bisect of a user's tree visits many)

@@ -6,13 +6,13 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import mtimes
-from .util import KexpandError, REPO, log, run, atomic_write_json, read_json
+from .proc import run
+from .util import KexpandError, REPO, log, atomic_write_json, read_json
 
 SOURCE_PACKAGE = "linux-source-6.1"
 COMMITTER = ("kexpand", "kexpand@localhost")
@@ -223,8 +223,7 @@ def git_env(author, date):
 
 
 def package_version():
-    p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", SOURCE_PACKAGE],
-                       capture_output=True, text=True)
+    p = run(["dpkg-query", "-W", "-f=${Version}", SOURCE_PACKAGE], check=False)
     return p.stdout.strip() if p.returncode == 0 else "unknown"
 
 

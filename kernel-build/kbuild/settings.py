@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .checks import check_given, check_range, check_ref
 from .util import REPO, KexpandError, Progress, Split
 
 COMPILERS = ("gcc", "clang")
@@ -52,6 +53,13 @@ class Request:
     no_macros: bool = False
     no_boot: bool = False
     write_focus: str | None = None
+    patches: list = field(default_factory=list)    # PATCHES= (make check)
+    base: str | None = None           # BASE= (make check)
+    name: str | None = None           # NAME= (make check, make track)
+    range: tuple | None = None        # RANGE= (make track): (from or None, to)
+    every: int = 1                    # EVERY= (make track)
+    scan: bool = False                # SCAN=1 (make track)
+    max_commits: int = 2000           # MAX_COMMITS= (make track)
     top: int = 20
     repeat: int = 10
     # set by the stages, not by the user
@@ -61,7 +69,8 @@ class Request:
 
 
 def split_list(s):
-    return [x for x in (s or "").replace(",", " ").split() if x]
+    """A list setting ("a b", "a,b"), each item once, in the order given."""
+    return list(dict.fromkeys(x for x in (s or "").replace(",", " ").split() if x))
 
 
 def parse_int(name, value, lo, hi, example):
@@ -93,6 +102,20 @@ def parse_threshold(s):
                        "THRESHOLD=20MB) or a ratio of GOOD's bytes (THRESHOLD=2x)")
 
 
+def parse_growth(s):
+    """THRESHOLD of make check: the growth of a file's -E bytes that makes a
+    regression, as a ratio ('1.2x') or a percentage ('20%', '+20%').
+    Returns the ratio (> 1)."""
+    m = re.fullmatch(r"\s*\+?([0-9]+(?:\.[0-9]+)?)\s*(x|%)\s*", s or "", re.I)
+    if m:
+        v = float(m.group(1))
+        r = v if m.group(2).lower() == "x" else 1 + v / 100
+        if math.isfinite(r) and 1 < r < 1e6:
+            return r
+    raise KexpandError(f"THRESHOLD={s!r}: give the growth that makes a regression, "
+                       "as a percentage (THRESHOLD=20%) or a ratio (THRESHOLD=1.2x)")
+
+
 def check_path_setting(name, path):
     """A directory setting must be a directory or creatable as one."""
     p = Path(path)
@@ -120,14 +143,16 @@ def from_env(command, args=None, env=None):
         v = env.get(envname, "")
         return v if v.strip() else None
 
+    check_given(command, split_list(env.get("KX_GIVEN")))
     req = Request(command)
     req.case = get("case", "CASE") or "minmax"
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", req.case):
         raise KexpandError(f"CASE={req.case!r}: a case is a directory name "
                            "under cases/, for example CASE=minmax")
-    _paths(req, env)
+    _paths(req, env, args)
     _numbers(req, get, args)
     _names(req, get)
+    _kernel_apart(req)
     _config(req, get)
     sched = get("dask_scheduler", "DASK_SCHEDULER")
     if sched is not None:
@@ -137,7 +162,7 @@ def from_env(command, args=None, env=None):
                                "address, for example DASK_SCHEDULER=tcp://10.0.0.5:8786")
         req.dask_scheduler = sched
     for key, envname in (("no_time", "NO_TIME"), ("no_boot", "NO_BOOT"),
-                          ("no_macros", "NO_MACROS")):
+                          ("no_macros", "NO_MACROS"), ("scan", "SCAN")):
         v = args.get(key)
         if v is None:
             raw = (env.get(envname) or "").strip()
@@ -156,10 +181,10 @@ def work_dir(env):
     return Path(work).expanduser().resolve()
 
 
-def _paths(req, env):
+def _paths(req, env, args):
     req.work = work_dir(env)
-    req.results = Path(env.get("KEXPAND_RESULTS") or REPO / "results"
-                       ).expanduser().resolve()
+    req.results = Path(args.get("results") or env.get("KEXPAND_RESULTS")
+                       or REPO / "results").expanduser().resolve()
     req.cases_dir = Path(env.get("KEXPAND_CASES") or REPO / "cases").resolve()
     req.tarball = Path(env.get("KEXPAND_TARBALL") or DEFAULT_TARBALL)
     check_path_setting("KEXPAND_WORK", req.work)
@@ -187,7 +212,12 @@ def _numbers(req, get, args):
     req.icount_cap = parse_int("ICOUNT_CAP", c, 0, 86400, 60) if c is not None else 60
     req.threshold = get("threshold", "THRESHOLD")
     if req.threshold is not None:
-        parse_threshold(req.threshold)
+        (parse_growth if req.command == "check" else parse_threshold)(req.threshold)
+    e = get("every", "EVERY")
+    req.every = parse_int("EVERY", e, 1, 100000, 10) if e is not None else 1
+    m = get("max_commits", "MAX_COMMITS")
+    req.max_commits = parse_int("MAX_COMMITS", m, 1, 1000000, 2000) if m is not None \
+        else 2000
     n = get("n", "N") if req.command == "sweep" else None
     req.sweep_n = parse_int("N", n, 2, 1000, 16) if n is not None else 16
     for key in ("top", "repeat"):
@@ -210,20 +240,45 @@ def _names(req, get):
         req.compilers = list(dict.fromkeys(cc))
     for key, envname in (("kernel", "KERNEL"), ("a", "A"), ("b", "B"),
                          ("file", "FILE"), ("good", "GOOD"), ("bad", "BAD"),
-                         ("point", "POINT"),
+                         ("point", "POINT"), ("base", "BASE"), ("name", "NAME"),
                          ("write_focus", "WRITE_FOCUS")):
         v = get(key, envname)
         if v is not None:
             v = v.strip()
             if "\0" in v or "\n" in v:
                 raise KexpandError(f"{envname}={v!r}: no newlines or NUL bytes")
+            if key in REFS:
+                check_ref(envname, v)
         setattr(req, key, v)
+    if req.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}",
+                                                 req.name):
+        raise KexpandError(f"NAME={req.name!r}: give a short name of letters, digits, "
+                           "'.', '_', '+' or '-', for example NAME=minmax-v4")
+    rng = get("range", "RANGE")
+    if rng is not None:
+        req.range = check_range("RANGE", rng.strip())
+    req.patches = split_list(get("patches", "PATCHES"))
     if req.write_focus is not None:
         wf = Path(req.write_focus).expanduser()
         if wf.is_dir():
             raise KexpandError(f"WRITE_FOCUS={req.write_focus} is a directory; "
                                "give a file path, for example WRITE_FOCUS=focus.txt")
         check_path_setting("WRITE_FOCUS", wf.resolve().parent)
+
+
+REFS = ("a", "b", "good", "bad", "point", "base")
+
+
+def _kernel_apart(req):
+    """kexpand never writes into a user's tree: its work and results
+    directories must be outside KERNEL."""
+    if not req.kernel:
+        return
+    k = Path(req.kernel).expanduser().resolve()
+    for var, d in (("KEXPAND_WORK", req.work), ("KEXPAND_RESULTS", req.results)):
+        if d == k or d.is_relative_to(k):
+            raise KexpandError(f"{var}={d} is inside KERNEL={req.kernel}; kexpand "
+                               "only reads a user's tree: give a directory outside it")
 
 
 def _config(req, get):

@@ -11,7 +11,8 @@ import os
 import shutil
 from pathlib import Path
 
-from .util import KexpandError, log, run
+from .proc import run
+from .util import KexpandError, log
 
 
 def _git_ro(repo, *args):

@@ -18,7 +18,6 @@ from kbuild.util import KexpandError, log
 
 from . import icount, timing
 
-VERSION = "1"
 KINDS = ("time_E", "time_c")
 
 

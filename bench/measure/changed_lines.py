@@ -10,10 +10,11 @@ summed, and the files where that line's bytes changed are counted: a
 header line reached by several files shows once, with that count."""
 import re
 
-from kbuild import build, kcmd, series
+from kbuild import build, builddir, kcmd, series
 from kbuild.util import KexpandError
 
-from . import engine
+from .cache import Cache
+from .expansion import analyze, statement, tree_path
 
 ALL_LINES = 10_000_000
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
@@ -22,7 +23,7 @@ HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
 def per_line_bytes(req, config, ccver, tree, commit, cc, f):
     """{(path, line): bytes} of one file's -E output at `commit` (cached
     in the work directory; the object was built by the measurement)."""
-    cache = engine.Cache(req.work)
+    cache = Cache(req.work)
     key = cache.lines_key(commit, cc, ccver, config.hash(), f)
     got = cache.get(key, shape=list)
     if got is None:
@@ -31,14 +32,13 @@ def per_line_bytes(req, config, ccver, tree, commit, cc, f):
         if not kcmd.cmd_file(bdir, f).exists():
             # the measurement came from the cache (keyed by commit): this
             # tree's build dir may never have compiled the file
-            build.configure(tree, bdir, cc, config, seed=True)
-            b = build.build(tree, bdir, cc, [kcmd.obj_of(f)], req.jobs)
+            b = builddir.build_objects(tree, bdir, cc, config, [kcmd.obj_of(f)], req.jobs)
             if not b.ok:
                 raise KexpandError(f"building {f} at {commit[:12]} failed:\n"
                                    f"{b.log_tail}", "build")
         argv = kcmd.compile_command(bdir, f)
-        a, _ = engine.analyze(kcmd.preprocess_command(argv), bdir, top=ALL_LINES)
-        got = [[engine.tree_path(t["file"]), t["line"], t["bytes"]] for t in a["top"]]
+        a, _ = analyze(kcmd.preprocess_command(argv), bdir, top=ALL_LINES)
+        got = [[tree_path(t["file"]), t["line"], t["bytes"]] for t in a["top"]]
         cache.put(key, got)
     return {(p, ln): b for p, ln, b in got}
 
@@ -79,7 +79,7 @@ def changed_lines(req, case, tree, a, b, cc, files, top=15):
     `files`: [{at_a, at_b, bytes_a, bytes_b, delta, files, source}]."""
     hunks = diff_hunks(tree, a, b)
     # once, not per file and side: `cc --version` is a process each time
-    config, ccver = engine.case_config(req, case), build.compiler_version(cc)
+    config, ccver = build.case_config(req, case), build.compiler_version(cc)
     total = {}                      # key -> [bytes_a, bytes_b, files changed]
     for f in files:
         la = per_line_bytes(req, config, ccver, tree, a, cc, f)
@@ -118,4 +118,4 @@ def _source(tree, commit, path, line):
     if not line or path.startswith("<") or path.startswith("./"):
         return ""
     p = series.git(tree, "show", f"{commit}:{path}", check=False)
-    return engine.statement(p.stdout, line) if p.returncode == 0 else ""
+    return statement(p.stdout, line) if p.returncode == 0 else ""

@@ -13,11 +13,17 @@ The rule (README, "Is it significant?"):
   check itself is judged on the floors alone.
 - instructions: significant when |B/A - 1| > threshold. Times: when also
   Welch's t-test on the runs gives p < ALPHA and |B/A - 1| of the medians
-  exceeds the larger within-run spread."""
+  exceeds the larger within-run spread.
+
+pair_rows() applies it to a pair of commits (a compare, the bench's A/A
+check); aa_noise() and write_noise() turn the A/A check's rows into
+results/noise.json, written by make bench, where the noise is measured."""
 import math
 import statistics
 
 from scipy import stats as sps
+
+from kbuild.util import atomic_write_json
 
 ALPHA = 0.01
 # noise floors. The same command counts the same instructions (QEMU: to
@@ -108,3 +114,87 @@ def aa_noise(rows):
                 if isinstance(r.get(k), (int, float))]
         out[m] = round(max(vals), 6) if vals else None
     return out
+
+
+NOISE_FILE = "noise.json"     # what the bench's A/A check measured
+
+
+def write_noise(results, pair_name, rows):
+    """results/noise.json from the A/A check's rows (judged on the floors):
+    the largest |B/A - 1| per metric, how many rows and how many flagged."""
+    ok_rows = [r for r in rows if r["status"] == "ok"]
+    n = dict(aa_noise(ok_rows), pair=pair_name, rows=len(ok_rows),
+             flagged=sum(bool(r.get("significant") or r.get("e_significant"))
+                         for r in ok_rows))
+    atomic_write_json(results / NOISE_FILE, n)
+    return n
+
+
+def ok(e):
+    return bool(e) and e.get("status") == "ok"
+
+
+def pair_rows(pair, records, noise=None):
+    """One row per (file, compiler): bytes from the records, compile cost
+    from the pair's own interleaved runs (pair.json "timings", `make
+    compare`) or else from the records (the bench's A/A pair, timed with
+    all points), judged by verdict() with `noise` (A/A)."""
+    by = {(r["commit"], r["compiler"]): r for r in records}
+    rows = []
+    for cc in pair["compilers"]:
+        ra = by.get((pair["a"]["commit"], cc))
+        rb = by.get((pair["b"]["commit"], cc))
+        if not ra or not rb:
+            continue
+        for f in pair["files"]:
+            ea, eb = ra["files"].get(f), rb["files"].get(f)
+            if not ok(ea) or not ok(eb):
+                rows.append({"file": f, "compiler": cc, "status":
+                             f"A {(ea or {}).get('status')}, B {(eb or {}).get('status')}"})
+                continue
+            row = {"file": f, "compiler": cc, "status": "ok",
+                   "bytes_a": ea["expanded_bytes"], "bytes_b": eb["expanded_bytes"],
+                   "bytes_ratio": round(eb["expanded_bytes"] / ea["expanded_bytes"], 4),
+                   "longest_line_a": ea["longest_line_bytes"],
+                   "longest_line_b": eb["longest_line_bytes"],
+                   "hot_a": ea.get("hot_lines", []), "hot_b": eb.get("hot_lines", [])}
+            own = ((pair.get("timings") or {}).get(cc) or {}).get(f)
+            if own:
+                ea, eb = own["a"], own["b"]
+            row.update(cost_columns(ea, eb, noise))
+            rows.append(row)
+    return rows
+
+
+def cost_columns(ea, eb, noise):
+    """The compile-cost columns of a row: -c (the verdict) and -E."""
+    row = {}
+    ta, tb = ea.get("time_c"), eb.get("time_c")
+    if ta and tb:
+        v = verdict(ta, tb, noise)
+        row.update({"c_time_a_s": ta["median_s"], "c_time_b_s": tb["median_s"],
+                    "c_sd_a": ta["stddev_s"], "c_sd_b": tb["stddev_s"],
+                    "c_time_ratio": round(tb["median_s"] / ta["median_s"], 4),
+                    "significant": v["significant"], "decided_by": v["decided_by"],
+                    "threshold": v["threshold"], "threshold_from": v["threshold_from"],
+                    "c_time_p_value": v.get("wall_time_p"),
+                    "noise_rel": v.get("wall_time_spread", 0.0),
+                    "c_instructions_a": v["instructions_a"],
+                    "c_instructions_b": v["instructions_b"],
+                    "c_instructions_ratio": v["instructions_ratio"],
+                    "c_cpu_a_s": ta.get("cpu_median_s"), "c_cpu_b_s": tb.get("cpu_median_s"),
+                    "c_cpu_time_ratio": v.get("cpu_time_ratio"),
+                    "c_wall_time_ratio": v.get("wall_time_ratio"),
+                    "peak_rss_a_kb": ta.get("peak_rss_kb"),
+                    "peak_rss_b_kb": tb.get("peak_rss_kb")})
+    ta, tb = ea.get("time_E"), eb.get("time_E")
+    if ta and tb:
+        v = verdict(ta, tb, noise)
+        row.update({"e_instructions_ratio": v["instructions_ratio"],
+                    "e_cpu_time_ratio": v.get("cpu_time_ratio"),
+                    "e_wall_time_ratio": v.get("wall_time_ratio"),
+                    "e_time_ratio": round(tb["median_s"] / ta["median_s"], 4),
+                    "e_significant": v["significant"], "e_decided_by": v["decided_by"]})
+    return row
+
+

@@ -17,12 +17,13 @@ import time
 from pathlib import Path
 
 from kbuild import kcmd
-from kbuild.util import KexpandError, kill_group, pipe, spawn
+from kbuild.proc import kill_group, pipe, spawn
+from kbuild.util import KexpandError
 
-HERE = Path(__file__).resolve().parent
-OWN_TOOL = HERE / "kx-macros"
-STACK_TOOL = HERE / "kx-macrostack"
-VERSION = "3"
+TOOLS = Path(__file__).resolve().parent.parent / "tools"
+OWN_TOOL = TOOLS / "kx-macros"
+STACK_TOOL = TOOLS / "kx-macrostack"
+# (what this module measures is versioned by cache.MACROS_VERSION)
 TOP = 100            # macros kept per file and per hot line
 OPAQUE_MIN_LINE = 100_000   # hottest lines this big get the counterfactual
 OPAQUE_TOP = 3              # for their top macros by inclusive bytes
@@ -31,8 +32,8 @@ STACK_MIN = 0.005    # stacks narrower than this share of the line are merged (6
 
 def _need(tool):
     if not tool.exists():
-        raise KexpandError(f"{tool} missing: run 'make -C {HERE.parent} "
-                           f"bench/{tool.name}'", "infra")
+        raise KexpandError(f"{tool} missing: run 'make -C {TOOLS.parent.parent} "
+                           f"bench/tools/{tool.name}'", "infra")
 
 
 def _fail(what, cmd, rc, err):

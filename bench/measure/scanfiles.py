@@ -1,22 +1,21 @@
-"""make scan: every C file a point's full build compiled, its exact command,
--E through the analyzer, on Dask workers (bench/dist.py: a local cluster on
-all cores, or DASK_SCHEDULER's; bytes, not timings, so files run in
-parallel). With A and B: results/scan/<A>..<B>/ranking.csv and pair.json;
-compare.py draws ranking.md and the growth plot from them."""
+"""The files of a scan: every C file a build compiled (from its Kbuild
+commands), each measured once through the analyzer, and each keyed by
+its inputs, so that a file whose inputs were measured before (at any
+commit) is not measured again. The per-file work is handed to a mapper
+(dist.py runs it on Dask); this module knows nothing of Dask."""
 import hashlib
-import os
 import json
+import os
 import shlex
 import statistics
-import sys
 import time
 from pathlib import Path
 
-from kbuild import build, kcmd, series, trees
-from kbuild.util import KexpandError, atomic_write, atomic_write_json, log, run, work_lock
+from kbuild import kcmd
+from kbuild.proc import run
+from kbuild.util import KexpandError
 
-from . import dist, engine, results
-from .points import open_tree, pair_dir, select
+from .expansion import analyze, tree_path
 
 
 def compile_commands(tree, bdir):
@@ -74,7 +73,7 @@ def measure_one(bdir, rel, argv):
     not preprocess is recorded as an error, not a failed scan."""
     t0 = time.monotonic()
     try:
-        a, _ = engine.analyze(kcmd.preprocess_command(argv), bdir, top=1)
+        a, _ = analyze(kcmd.preprocess_command(argv), bdir, top=1)
     except KexpandError as e:
         if e.klass == "infra":
             raise
@@ -83,7 +82,7 @@ def measure_one(bdir, rel, argv):
     hot = a["top"][0] if a["top"] else None
     return rel, {"status": "ok", "bytes": a["bytes"], "lines": a["lines"],
                  "longest_line_bytes": a["longest_line_bytes"],
-                 "hot": {"at": f"{engine.tree_path(hot['file'])}:{hot['line']}",
+                 "hot": {"at": f"{tree_path(hot['file'])}:{hot['line']}",
                          "bytes": hot["bytes"]} if hot else None,
                  "seconds": round(secs, 4)}
 
@@ -149,9 +148,12 @@ def input_key(bdir, rel, argv, memo):
     return h.hexdigest()
 
 
-def scan_build(tree, bdir, client, progress=None, known_seconds=None, reuse=None):
-    """client: a Dask client (bench/dist.py) whose workers share this
-    machine's work directory. known_seconds: {file: seconds} from earlier measurements of this
+def scan_build(tree, bdir, mapper, workers, progress=None, known_seconds=None,
+               reuse=None):
+    """Every C file the build in bdir compiled, through the analyzer.
+    mapper([(rel, argv)]) -> {rel: result} runs measure_one on `workers`
+    workers (dist.local_map on a Dask cluster whose workers share this
+    machine's work directory). known_seconds: {file: seconds} from earlier measurements of this
     commit; those files start first, longest first, so that one slow file
     (setup.c's 30 s at laight-v4) does not run alone at the end.
     reuse: (cache, compiler, compiler version): files whose inputs were
@@ -173,12 +175,11 @@ def scan_build(tree, bdir, client, progress=None, known_seconds=None, reuse=None
             if hit and hit.get("status") == "ok":
                 files[rel] = hit
     todo = [e for e in entries if e[0] not in files]
-    workers = dist.n_workers(client)
     if progress:
         progress.say(f"  scanning {len(todo)} C files with {workers} Dask workers"
                      + (f" ({len(files)} of {n} unchanged since measured: reused)"
                         if files else ""))
-    for rel, res in dist.local_map(client, bdir, todo, progress).items():
+    for rel, res in mapper(todo).items():
         files[rel] = res
         if reuse and keys.get(rel) and res["status"] == "ok":
             cache.put(cache.scanfile_key(cc, ccver, keys[rel]), res)
@@ -202,136 +203,3 @@ def summary(files, measured, wall, workers):
             "overhead_ratio": round(wall / ideal, 3) if ideal else None}
 
 
-def ranking(scan_a, scan_b):
-    """Rows file, bytes_a, bytes_b, growth_bytes, growth_ratio, sorted by
-    growth_bytes (largest growth first); files in both scans only."""
-    rows = []
-    for f, b in scan_b["files"].items():
-        a = scan_a["files"].get(f)
-        if not a or a["status"] != "ok" or b["status"] != "ok":
-            continue
-        rows.append({"file": f, "bytes_a": a["bytes"], "bytes_b": b["bytes"],
-                     "growth_bytes": b["bytes"] - a["bytes"],
-                     "growth_ratio": round(b["bytes"] / a["bytes"], 4) if a["bytes"] else None,
-                     "hot_b": b.get("hot"), "hot_a": a.get("hot")})
-    rows.sort(key=lambda r: (-r["growth_bytes"], r["file"]))
-    return rows
-
-
-def log_summary(scan, name):
-    log(f"scan {name}: {scan['n_files']} files, {scan['total_bytes']:,} bytes, "
-        f"{scan['scan_seconds']}s (ideal {scan['ideal_seconds']}s, ratio "
-        f"{scan['overhead_ratio']})")
-
-
-def remote_scan(req, case, c, commit, cc, ccver, config):
-    """One commit on DASK_SCHEDULER's workers, in the record's shape."""
-    spec = {"case": case.name, "cases_dir": str(req.cases_dir),
-            "tarball": str(req.tarball), "kernel": req.kernel and str(Path(req.kernel).resolve()),
-            "commit": commit, "compiler": cc, "compiler_version": ccver,
-            "config_base": req.config_base, "config_hash": config.hash(),
-            "strict": req.strict_config}
-    t0 = time.monotonic()
-    files, hosts = dist.remote_scan(c, spec, req.progress)
-    files = dict(sorted(files.items()))
-    return dict(summary(files, list(files), time.monotonic() - t0, dist.n_workers(c)),
-                dask_scheduler=req.dask_scheduler, hosts=hosts,
-                build={"remote": True, "full_build_s": None, "from_clean": None})
-
-
-def scan_points(req, case, tree, todo, cc):
-    """Scan every C file of each point's full build; cached per commit."""
-    cache = engine.Cache(req.work)
-    config = engine.case_config(req, case)
-    out = {}
-    with dist.client(req) as c:
-        for name, commit in todo:
-            out[name] = _scan_point(req, case, tree, c, cache, config, name, commit, cc)
-    return out
-
-
-def _scan_point(req, case, tree, c, cache, config, name, commit, cc):
-    chash, ccver = config.hash(), build.compiler_version(cc)
-    key = cache.scan_key(commit, cc, ccver, chash)
-    sc = cache.get(key)
-    req.progress.step(f"scan {name} / {cc}" + (" (cached)" if sc else ""))
-    if sc is None and req.dask_scheduler:
-        sc = remote_scan(req, case, c, commit, cc, ccver, config)
-        cache.put(key, sc)
-    elif sc is None:
-        series.checkout(tree, commit)
-        bdir = build.build_dir(tree, commit, cc)
-        build.configure(tree, bdir, cc, config, seed=True, full=True)
-        with req.split.timed("builds"):
-            b = build.build_kernel(tree, bdir, cc, req.jobs)
-        if not b.ok:
-            raise KexpandError(f"full build of {name} ({cc}) failed:\n"
-                               f"{b.log_tail}", "build")
-        known = {}
-        for f, _ in case.focus:
-            e = cache.get(cache.expand_key(commit, cc, ccver, chash, f))
-            if e and isinstance(e.get("analyze_seconds"), (int, float)):
-                known[f] = e["analyze_seconds"]
-        with req.split.timed("expansion"):
-            sc = scan_build(tree, bdir, c, req.progress, known,
-                            reuse=(cache, cc, ccver))
-        sc["build"] = b.info
-        cache.put(key, sc)
-    log_summary(sc, name)
-    rec = dict(sc, **results.header("kexpand.scan", case.name, name, commit,
-                                    cc, ccver, chash))
-    tag = results.config_tag(req.config_base, req.kconfig)
-    atomic_write_json(results.record_path(req.results, commit, cc).with_name(
-        f"scan-{cc}{tag}.json"), rec)
-    return rec
-
-
-RANKING_COLUMNS = ["file", "bytes_a", "bytes_b", "growth_bytes", "growth_ratio"]
-
-
-def cmd_scan(req, case):
-    """make scan [A= B=]: scan points; with A and B, rank files by growth."""
-    if bool(req.a) != bool(req.b):
-        raise KexpandError("give both refs: make scan A=<ref> B=<ref> (or "
-                           "neither, to scan every point)")
-    if req.kconfig and req.dask_scheduler:
-        raise KexpandError("KCONFIG= with DASK_SCHEDULER= is not supported yet (the "
-                           "workers would need the file): scan it locally, or use CONFIG=")
-    cc = req.compilers[0] if req.compilers_given else "gcc"
-    with work_lock(req.work):
-        tree, repo, package = open_tree(req, case)
-        if req.a:
-            todo = [(req.a, trees.resolve(repo, req.a)),
-                    (req.b, trees.resolve(repo, req.b))]
-        else:
-            todo = [(n, trees.resolve(repo, n))
-                    for n in select(req.points, case.names(), "point")]
-        req.progress.total = len(todo)
-        scans = scan_points(req, case, tree, todo, cc)
-        if not req.a:
-            return 0
-        rows = ranking(scans[req.a], scans[req.b])
-        tag = results.config_tag(req.config_base, req.kconfig)
-        out = pair_dir(req, "scan", req.a, req.b).with_name(
-            pair_dir(req, "scan", req.a, req.b).name + tag)
-        atomic_write(out / "ranking.csv", results.csv_text(RANKING_COLUMNS, rows))
-        atomic_write_json(out / "pair.json", {
-            "a": {"ref": req.a, "commit": todo[0][1]},
-            "b": {"ref": req.b, "commit": todo[1][1]}, "compiler": cc,
-            "config": str(req.kconfig or req.config_base), "record": f"scan-{cc}{tag}",
-            "package": package, "top": req.top, "focus": [f for f, _ in case.focus],
-            "command": shlex.join(sys.argv)})
-        if req.write_focus:
-            write_focus_list(req, rows, cc)
-    print(out)
-    return 0
-
-
-def write_focus_list(req, rows, cc):
-    lines = [f"# Top {req.top} files by expansion growth, {req.a} -> {req.b} "
-             f"({cc}), written by make scan"]
-    for r in rows[:req.top]:
-        lines.append(f"{r['file']:40} # +{r['growth_bytes']:,} bytes "
-                     f"({r['growth_ratio']}x)")
-    atomic_write(Path(req.write_focus).expanduser(), "\n".join(lines) + "\n")
-    log(f"wrote focus list {req.write_focus}")

@@ -1,15 +1,16 @@
 """What a command measures: the tree (packaged or a user's), the points or
-refs, the files and the compilers, checked before any work starts; and
-the loop that measures them into records."""
+refs, the files and the compilers, checked before any work starts; where
+its report goes, and the make line that reproduces it."""
 import re
 import shlex
 import shutil
 from pathlib import PurePosixPath
 
 from kbuild import series, trees
-from kbuild.util import KexpandError, atomic_write_json, missing_tool
+from kbuild.proc import missing_tool
+from kbuild.util import KexpandError
 
-from . import engine, results
+
 
 # Characters Kbuild cannot take in a source path (make and shell syntax).
 BAD_PATH_CHARS = re.compile(r"[\s:#$%;'\"\\`*?\[\]{}()<>|&=!~^]")
@@ -89,64 +90,6 @@ def open_tree(req, case):
 def file_slug(f):
     """A checked source path as one file name (slashes as '_')."""
     return f.replace("/", "_")
-
-
-def pair_dir(req, kind, a, b):
-    return results.pair_dir(req.results, kind, a, b)
-
-
-def measure_commits(req, case, tree, todo, files, package, timed=True,
-                    attribute=True, compilers=None):
-    """Measure [(name, commit)] x compilers x files through the cache (and,
-    if `timed`, count instructions) and write one record per (commit,
-    compiler); then (if `timed`) time all commits of `todo` together,
-    interleaved, and write the records again. Returns the worst exit code, the records written by
-    (commit, compiler), and the records by compiler in the order of
-    `todo` (an A/A compare has the same commit twice)."""
-    worst, written, by_side = 0, {}, {}
-    for cc in compilers or req.compilers:
-        recs = []
-        for name, commit in todo:
-            req.progress.step(f"{name} / {cc}")
-            rec = engine.measure_point(req, case, tree, name, commit, cc, files,
-                                       attribute=attribute, count=timed)
-            rec["package"] = package
-            if any(e["status"] != "ok" for e in rec["files"].values()):
-                worst = max(worst, 3)
-            # written before the timed runs: nothing measured is lost if they
-            # fail (the counts join the timed entries afterwards)
-            early = dict(rec, files={f: {k: v for k, v in e.items() if k != "counts"}
-                                     for f, e in rec["files"].items()})
-            results.write_record(req.results, results.merge_record(req.results, early))
-            recs.append(rec)
-        if timed:
-            engine.measure_cost(req, case, tree, todo, cc, recs)
-            if any(e["status"] != "ok" for r in recs for e in r["files"].values()):
-                worst = max(worst, 3)
-        by_side[cc] = recs
-        for rec in recs:
-            rec = results.merge_record(req.results, rec)
-            results.write_record(req.results, rec)
-            written[(rec["commit"], cc)] = rec
-    return worst, written, by_side
-
-
-def write_series_index(req, case, commits, package, files, line=()):
-    """results/series-<case>.json: the points in order, the files, and
-    `line`: every commit from the first point to the last (gcc)."""
-    focus = [f for f, _ in case.focus]
-    index = {"case": case.name, "package": package,
-             "config": engine.case_config(req, case).describe(),
-             "files": focus + [f for f in files if f not in focus],
-             "focus": dict(case.focus), "points": [], "line": list(line)}
-    for p in case.points:
-        if p.name in commits:
-            index["points"].append({
-                "name": p.name, "commit": commits[p.name],
-                "description": p.description, "parent": p.parent,
-                "control": p.control})
-    atomic_write_json(req.results / f"series-{case.name}.json", index)
-    return index
 
 
 def make_command(req):

@@ -22,11 +22,14 @@ import statistics
 import sys
 from pathlib import Path
 
-from kbuild import build, kcmd, series, trees
-from kbuild.util import KexpandError, atomic_write, atomic_write_json, log, run, work_lock
+from kbuild import build, builddir, kcmd, series, trees, workdir
+from kbuild.proc import run
+from kbuild.util import KexpandError, atomic_write, atomic_write_json, log
 
-from . import engine, results
-from .points import check_files_exist, file_slug, open_tree
+from .. import results
+from ..measure.cache import Cache
+from ..measure.expansion import measure_file
+from .inputs import check_files_exist, file_slug, open_tree
 
 CONFIRM = 5
 OPTION_COLUMNS = ["option", "configs_on", "configs_off", "median_bytes_on",
@@ -143,7 +146,7 @@ class Sweep:
     def __init__(self, req, case, tree, commit, rel):
         self.req, self.case, self.tree, self.commit, self.rel = req, case, tree, commit, rel
         self.cc = "gcc"
-        self.cache = engine.Cache(req.work)
+        self.cache = Cache(req.work)
 
     def bdir(self, cid):
         return Path(self.tree) / f"kb-{self.commit[:12]}-sw{cid}"
@@ -174,7 +177,7 @@ class Sweep:
             if not b.ok:
                 got = {"status": "not-built", "log_tail": b.log_tail[-1500:]}
             else:
-                e = engine.measure_file(bdir, self.rel)
+                e = measure_file(bdir, self.rel)
                 got = {"status": "ok", "bytes": e["expanded_bytes"],
                        "longest_line_bytes": e["longest_line_bytes"],
                        "hot": (e.get("hot_lines") or [{}])[0].get("at")}
@@ -186,9 +189,9 @@ class Sweep:
 
     def named(self, base):
         """base + the case's fragment, as every other measurement configures
-        (build.configure; an option the base cannot take is a warning)."""
+        (builddir.configure; an option the base cannot take is a warning)."""
         cfg = build.Config(self.case.config, base=base, strict=False)
-        return lambda bdir: build.configure(self.tree, bdir, self.cc, cfg)
+        return lambda bdir: builddir.configure(self.tree, bdir, self.cc, cfg)
 
     def random(self, seed, allconfig):
         def how(bdir):
@@ -256,7 +259,7 @@ def cmd_sweep(req, case):
         raise KexpandError("make sweep runs on the packaged tree (KERNEL= is not "
                            "supported yet): drop KERNEL=")
     focus = [f for f, _ in case.focus]
-    with work_lock(req.work):
+    with workdir.lock(req.work):
         tree, repo, package = open_tree(req, case)
         commit = trees.resolve(repo, req.point)
         check_files_exist(tree, [req.file], focus, commit=commit)

@@ -6,9 +6,9 @@ Two counters, chosen per machine by probing, and named in every record
 - "perf": `perf stat -e instructions:u` (Debian linux-perf), where the
   machine has a usable PMU; counts the command and all its children.
 - "qemu-tcg": QEMU user mode (Debian qemu-user) with kexpand's plugin
-  bench/kx-icount.so, where perf says "not supported" (most cloud VMs, and
+  bench/tools/kx-icount.so, where perf says "not supported" (most cloud VMs, and
   this machine). gcc's subprocesses (cc1, as) run under the same plugin
-  through `gcc -wrapper bench/kx-icount-wrap`; clang runs its cc1 and
+  through `gcc -wrapper bench/tools/kx-icount-wrap`; clang runs its cc1 and
   assembler in its own process, which is checked (`clang -###` must list
   only in-process jobs) rather than assumed.
 Counts under QEMU are of guest x86_64 instructions; they are deterministic
@@ -16,15 +16,15 @@ for the same program, arguments and input (the slowdown is about 7-8x)."""
 import hashlib
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from functools import lru_cache
 from pathlib import Path
 
-from kbuild.util import KexpandError, run
+from kbuild.proc import run
+from kbuild.util import KexpandError
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent / "tools"
 PLUGIN = HERE / "kx-icount.so"
 WRAP = HERE / "kx-icount-wrap"
 QEMU = "qemu-x86_64"
@@ -45,16 +45,16 @@ def source():
     """("perf" | "qemu-tcg" | None, why): the counter this machine has."""
     why = []
     if shutil.which("perf"):
-        p = subprocess.run(["perf", "stat", "-x,", "-e", "instructions:u", "true"],
-                           capture_output=True, text=True)
-        if p.returncode == 0 and parse_perf(p.stderr):
+        p = run(["perf", "stat", "-x,", "-e", "instructions:u", "true"], check=False,
+                timeout=60)
+        if p.returncode == 0 and parse_perf(p.stdout):
             return "perf", "perf stat -e instructions:u counts on this machine"
         why.append("perf stat -e instructions:u: not supported here (no usable PMU)")
     else:
         why.append("perf is not installed")
     if shutil.which(QEMU) and PLUGIN.exists():
         return "qemu-tcg", "; ".join(why + ["counting under QEMU user mode "
-                                            "with bench/kx-icount.so"])
+                                            "with bench/tools/kx-icount.so"])
     why.append(f"{QEMU} or {PLUGIN.name} missing (make bench installs qemu-user "
                "and builds the plugin)")
     return None, "; ".join(why)

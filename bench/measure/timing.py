@@ -16,7 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kbuild.util import KexpandError, kill_group, log, run, spawn
+from kbuild.proc import kill_group, run, spawn
+from kbuild.util import KexpandError, log
 
 GNU_TIME = "/usr/bin/time"
 OUTLIER_Z = 14.0      # hyperfine's threshold on the modified Z-score

@@ -9,16 +9,20 @@ from pathlib import Path
 
 from kbuild import series, trees
 from kbuild.settings import parse_threshold
-from kbuild.util import KexpandError, atomic_write_json, log, run, work_lock
+from kbuild import workdir
+from kbuild.proc import run
+from kbuild.util import KexpandError, atomic_write_json, log
 
-from . import engine, macros
-from .points import (check_file_names, check_files_exist, file_slug, make_command,
-                     open_tree, pair_dir)
+from .. import results
+from ..measure import macros
+from ..measure.point import measure_point
+from .inputs import (check_file_names, check_files_exist, file_slug, make_command,
+                     open_tree)
 
 
 def measure_one(req, case, tree, name, commit, file):
     """The gcc expansion entry of one file at one commit (cached)."""
-    rec = engine.measure_point(req, case, tree, name, commit, "gcc", [file])
+    rec = measure_point(req, case, tree, name, commit, "gcc", [file])
     return rec["files"][file]
 
 
@@ -28,7 +32,7 @@ def macro_changes(req, case, tree, first, file):
     parent = series.git(tree, "rev-parse", f"{first}^").stdout.strip()
     e = {}
     for c in (parent, first):
-        rec = engine.measure_point(req, case, tree, c[:12], c, "gcc", [file],
+        rec = measure_point(req, case, tree, c[:12], c, "gcc", [file],
                                    attribute=True)
         e[c] = (rec["files"][file].get("macros") or {})
     if any(m.get("status") not in ("ok", "mismatch") for m in e.values()):
@@ -54,7 +58,7 @@ def cmd_bisect(req, case):
     focus = [f for f, _ in case.focus]
     check_file_names([req.file], focus)
     req.compilers = ["gcc"]
-    with work_lock(req.work):
+    with workdir.lock(req.work):
         tree, repo, package = open_tree(req, case)
         good, bad = trees.resolve(repo, req.good), trees.resolve(repo, req.bad)
         check_files_exist(tree, [req.file], focus, commit=bad)
@@ -88,7 +92,7 @@ def cmd_bisect(req, case):
                               for c, b, s in table],
                "bisect_log": log_text, "tree": str(repo), "package": package,
                "command": shlex.join(sys.argv), "make_command": make_command(req)}
-        d = pair_dir(req, "bisect", req.good, req.bad)
+        d = results.report_dir(req, "bisect", req.good, req.bad)
         atomic_write_json(d / f"{file_slug(req.file)}.json", out)
     print_bisect(out, thr, table)
     return 0 if out["agrees_with_per_commit_measurements"] else 3
@@ -102,7 +106,7 @@ def git_bisect(req, case, tree, good, bad, thr, gb, bb):
     shutil.rmtree(bis, ignore_errors=True)
     run(["git", "clone", "-q", "--bare", "--shared", str(tree), str(bis)],
         what="git clone --bare --shared")
-    step = [sys.executable, str(Path(__file__).resolve().parent / "kexpand.py"),
+    step = [sys.executable, str(Path(__file__).resolve().parent.parent / "kexpand.py"),
             "bisect-step", "--case", case.name, "--tree", str(tree),
             "--file", req.file, "--threshold", str(thr),
             "--strict-config", "1" if req.strict_config else "0"]

@@ -24,8 +24,10 @@ import platform
 from contextlib import contextmanager
 from pathlib import Path
 
-from kbuild import build, series, settings, trees
-from kbuild.util import KexpandError, log, work_lock
+from kbuild import build, builddir, series, settings, trees, workdir
+from kbuild.util import KexpandError, atomic_write, log
+
+from . import scanfiles
 
 CHUNKS_PER_WORKER = 4
 # this worker process's compile commands per built (build dir, config):
@@ -112,8 +114,7 @@ def _results(c, futs):
 
 def analyze_task(bdir, rel, argv):
     """Local mode: one file in the client's build directory."""
-    from . import scan
-    return dict(scan.measure_one(Path(bdir), rel, argv)[1], host=platform.node())
+    return dict(scanfiles.measure_one(Path(bdir), rel, argv)[1], host=platform.node())
 
 
 def chunk_task(spec, files):
@@ -128,13 +129,26 @@ def chunk_task(spec, files):
         return {"error": f"worker {platform.node()}: {e}", "klass": e.klass}
 
 
+def _config(spec, case, work):
+    """The client's config, rebuilt here: its base, or its KCONFIG= file,
+    whose text the spec carries (the worker may not see the client's path)."""
+    kconfig = None
+    if spec.get("kconfig_text") is not None:
+        text = spec["kconfig_text"]
+        kconfig = work / "kconfigs" / (hashlib.sha256(text.encode()).hexdigest()[:16]
+                                       + ".config")
+        if not kconfig.is_file():
+            atomic_write(kconfig, text)
+    return build.Config(case.config, base=spec["config_base"], kconfig=kconfig,
+                        strict=spec["strict"])
+
+
 def _chunk(spec, files):
     """Prepare and build spec's commit in this worker's work directory (if
-    it has not), then measure `files`. Returns (results, every C file the
-    build compiled)."""
-    from . import scan
+    it has not: builddir.ensure_kernel, as a local scan), then measure
+    `files`. Returns (results, every C file the build compiled)."""
     work = settings.work_dir(os.environ)
-    with work_lock(work):
+    with workdir.lock(work):
         case = series.load_case(spec["case"], Path(spec["cases_dir"]))
         if spec["kernel"]:
             tree = trees.user_clone(Path(spec["kernel"]), work)
@@ -150,29 +164,25 @@ def _chunk(spec, files):
         if ccver != spec["compiler_version"]:
             raise KexpandError(f"refused: it has {ccver}, the scan measures with "
                                f"{spec['compiler_version']}", "infra")
-        series.checkout(tree, commit)
-        bdir = build.build_dir(tree, commit, cc)
-        config = build.Config(case.config, base=spec["config_base"],
-                              strict=spec["strict"])
+        config = _config(spec, case, work)
         if config.hash() != spec["config_hash"]:
             raise KexpandError("refused: its cases/ give another config (fragment "
                                f"{case.config}) than the client's", "infra")
-        stamp = bdir / ".kexpand-scan-built"
-        if not (stamp.exists() and stamp.read_text() == config.hash()):
+        series.checkout(tree, commit)
+        bdir = build.build_dir(tree, commit, cc)
+        if not builddir.has_kernel(bdir, config.hash()):
             _ENTRIES.pop(str(bdir), None)
-            build.configure(tree, bdir, cc, config, full=True)
-            b = build.build_kernel(tree, bdir, cc, os.cpu_count() or 1)
-            if not b.ok:
-                raise KexpandError(f"full build of {commit[:12]} failed:\n{b.log_tail}",
-                                   "build")
-            stamp.write_text(config.hash())
+        b = builddir.ensure_kernel(tree, bdir, cc, config, os.cpu_count() or 1)
+        if not b.ok:
+            raise KexpandError(f"full build of {commit[:12]} failed:\n{b.log_tail}",
+                               "build")
         if str(bdir) not in _ENTRIES:
-            _ENTRIES[str(bdir)] = dict(scan.compile_commands(tree, bdir))
+            _ENTRIES[str(bdir)] = dict(scanfiles.compile_commands(tree, bdir))
         entries = _ENTRIES[str(bdir)]
         missing = [f for f in files if f not in entries]
         if missing:
             raise KexpandError(f"its build compiled no {missing[0]}", "infra")
-        return ({f: scan.measure_one(bdir, f, entries[f])[1] for f in files},
+        return ({f: scanfiles.measure_one(bdir, f, entries[f])[1] for f in files},
                 sorted(entries))
 
 

@@ -1,0 +1,57 @@
+"""make bench-analyzer: the throughput of kx-analyze, and its cost next to
+the `gcc -E` it reads (setup.c at laight-v4)."""
+import shlex
+import sys
+
+from kbuild import build, builddir, kcmd, series, workdir
+from kbuild.proc import run
+from kbuild.util import KexpandError, atomic_write_json
+
+from .. import results
+from ..measure import timing
+from ..measure.expansion import ANALYZER
+from .prepare import prepared_points
+
+
+def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"):
+    """Throughput of kx-analyze on a file in the page cache, and its cost
+    relative to the -E it analyzes: setup.c at laight-v4 (gcc)."""
+    with workdir.lock(req.work):
+        todo, _pkg, commits, _w = prepared_points(req, case, [point])
+        tree, commit = req.work / "tree", commits[point]
+        bdir = build.build_dir(tree, commit, "gcc")
+        series.checkout(tree, commit)
+        b = builddir.build_objects(tree, bdir, "gcc", build.case_config(req, case),
+                                   [kcmd.obj_of(file)], req.jobs)
+        if not b.ok:
+            raise KexpandError(f"building {file} failed:\n{b.log_tail}", "build")
+        argv = kcmd.compile_command(bdir, file)
+        sample = req.work / "scratch" / "analyzer-sample.i"
+        sample.parent.mkdir(parents=True, exist_ok=True)
+        with open(sample, "wb") as out:
+            run(kcmd.preprocess_command(argv), cwd=bdir, stdout=out,
+                what=f"preprocessing {file}", klass="build")
+        size = sample.stat().st_size
+        # the paths reach the shell as arguments, never as shell text
+        ana = timing.hyperfine(["sh", "-c", 'exec "$0" -n 5 < "$1"', str(ANALYZER),
+                                str(sample)], req.work, runs=req.repeat, warmup=2)
+        cat = timing.hyperfine(["sh", "-c", 'exec cat < "$0" > /dev/null', str(sample)],
+                               req.work, runs=req.repeat, warmup=2)
+        pre = timing.hyperfine(kcmd.preprocess_command(argv, "/dev/null"), bdir,
+                               runs=2, warmup=0)
+        sample.unlink()
+    out = {"file": file, "point": point, "commit": commit,
+           "bytes": size, "analyzer_median_s": ana["median_s"],
+           "analyzer_mb_per_s": round(size / ana["median_s"] / 1e6, 1),
+           "cat_median_s": cat["median_s"],
+           "preprocess_median_s": pre["median_s"],
+           "analysis_over_preprocess": round(ana["median_s"] / pre["median_s"], 5),
+           "analyzer": ana, "cat": cat, "preprocess": pre,
+           "cpu": results.cpu_model(), "command": shlex.join(sys.argv)}
+    atomic_write_json(req.results / "analyzer.json", out)
+    print(f"kx-analyze: {size:,} bytes in {ana['median_s']:.3f} s (median of "
+          f"{ana['runs']}, ± {ana['stddev_s']:.3f}) = {out['analyzer_mb_per_s']} MB/s; "
+          f"cat: {cat['median_s']:.3f} s; gcc -E of the same file: "
+          f"{pre['median_s']:.1f} s; analysis adds "
+          f"{out['analysis_over_preprocess']:.2%} to -E")
+    return 0

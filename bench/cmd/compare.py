@@ -1,0 +1,74 @@
+"""make compare A=<ref> B=<ref>: both refs through the same engine into
+records and results/compare/<A>..<B>/pair.json (with the changed lines);
+the report is drawn by compare.py --pair afterwards."""
+import shlex
+import sys
+
+from kbuild import build, trees, workdir
+from kbuild.util import KexpandError, atomic_write_json
+
+from .. import results
+from ..measure import changed_lines
+from ..measure.point import measure_commits
+from .inputs import check_file_names, check_files_exist, make_command, open_tree, require_tools
+
+
+def cmd_compare(req, case):
+    """Measure A and B (any two commits) into records and pair.json; the
+    report is drawn by `compare.py --pair` (the Makefile runs it)."""
+    if not req.a or not req.b:
+        raise KexpandError("give both refs: make compare A=<ref> B=<ref> "
+                           f"(series points: {', '.join(case.names())})")
+    focus = [f for f, _ in case.focus]
+    files = req.files or focus
+    check_file_names(files, focus)
+    require_tools(req.compilers, not req.no_time, False)
+    with workdir.lock(req.work):
+        req.progress.total = 2 * len(req.compilers)
+        tree, repo, package = open_tree(req, case)
+        ca, cb = trees.resolve(repo, req.a), trees.resolve(repo, req.b)
+        for c in (ca, cb):
+            check_files_exist(tree, files, focus, commit=c)
+        worst, recs, by_side = measure_commits(
+            req, case, tree, [(req.a, ca), (req.b, cb)], files, package,
+            timed=not req.no_time, attribute=not req.no_macros)
+        out = results.report_dir(req, "compare", req.a, req.b)
+        write_changed_lines(req, case, tree, recs, ca, cb, files, out)
+        atomic_write_json(out / "pair.json", {
+            "a": {"ref": req.a, "commit": ca, "subject": trees.subject(repo, ca)},
+            "b": {"ref": req.b, "commit": cb, "subject": trees.subject(repo, cb)},
+            "tree": str(repo), "package": package, "files": files,
+            "compilers": req.compilers, "config": build.case_config(req, case).describe(),
+            "command": shlex.join(sys.argv), "make_command": make_command(req),
+            "timings": pair_timings(by_side, files)})
+    print(out)
+    return worst
+
+
+def pair_timings(by_side, files):
+    """The compile cost of A and B as measured together (interleaved) for
+    this compare: {compiler: {file: {"a": {time_E, time_c}, "b": ...}}}.
+    Kept in pair.json, because with A=B both sides are one commit (one
+    record) and still two sets of runs."""
+    out = {}
+    for cc, (ra, rb) in by_side.items():
+        out[cc] = {f: {side: {k: r["files"][f][k] for k in ("time_E", "time_c")}
+                       for side, r in (("a", ra), ("b", rb))}
+                   for f in files
+                   if all(r["files"].get(f, {}).get("time_c") for r in (ra, rb))}
+    return out
+
+
+def write_changed_lines(req, case, tree, recs, ca, cb, files, out):
+    """lines.json: the source lines whose bytes changed most from A to B
+    (first compiler, the files measured ok at both)."""
+    cc = req.compilers[0]
+    ok = [f for f in files if all(recs[(c, cc)]["files"][f]["status"] == "ok"
+                                  for c in (ca, cb))]
+    if ca == cb or not ok:
+        rows = []
+    else:
+        req.progress.say(f"  matching source lines of {len(ok)} files across A and B ({cc})")
+        with req.split.timed("expansion"):
+            rows = changed_lines.changed_lines(req, case, tree, ca, cb, cc, ok)
+    atomic_write_json(out / "lines.json", {"compiler": cc, "files": ok, "lines": rows})

@@ -1,0 +1,84 @@
+"""The measurement cache ($KEXPAND_WORK/cache): one small JSON file per
+measurement, keyed by (commit, compiler + version, config hash, file,
+kind, setting). One key function per kind, so every stage that reuses a
+measurement builds the same key."""
+import hashlib
+import json
+from pathlib import Path
+
+from kbuild.util import atomic_write_json, log, read_json
+
+# Bump when what a kind measures changes: its cached values are then stale.
+ANALYZER_VERSION = "2"
+# Scans of version 1 could keep the wrong one of a C file built into two
+# objects (scanfiles.one_per_file); their cached results are not reused.
+SCAN_VERSION = "2"
+MACROS_VERSION = "3"
+COST_VERSION = "1"
+
+
+class Cache:
+    """Measurements keyed by (commit, compiler + version, config hash, file,
+    kind, setting); one small JSON file each. One key function per kind, so
+    every stage that reuses a measurement builds the same key."""
+
+    def __init__(self, work):
+        self.dir = Path(work) / "cache"
+
+    @staticmethod
+    def _key(*parts):
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
+
+    def expand_key(self, commit, cc, ccver, chash, f):
+        return self._key(commit, cc, ccver, chash, f, "expand", ANALYZER_VERSION)
+
+    def group_time_key(self, commits, cc, ccver, chash, f, runs):
+        """One file's interleaved runs at a group of commits (bench/cost.py)."""
+        return self._key(commits, cc, ccver, chash, f, "interleaved",
+                         COST_VERSION, f"runs={runs}")
+
+    def icount_key(self, commit, cc, ccver, chash, f, kind, source):
+        return self._key(commit, cc, ccver, chash, f, kind, "icount", source,
+                         COST_VERSION)
+
+    def boot_key(self, commit, ccver, chash, inputs, qver, promises, timeout):
+        return self._key(commit, "gcc", ccver, chash, "boot", inputs, qver,
+                         promises, timeout)
+
+    def conformance_key(self, commit, ccver, chash, snippet_hash):
+        return self._key(commit, "gcc", ccver, chash, "conformance", snippet_hash)
+
+    def lines_key(self, commit, cc, ccver, chash, f):
+        return self._key(commit, cc, ccver, chash, f, "lines", ANALYZER_VERSION)
+
+    def macros_key(self, commit, cc, ccver, chash, f):
+        return self._key(commit, cc, ccver, chash, f, "macros", MACROS_VERSION)
+
+    def sweep_key(self, commit, ccver, config_sha, f):
+        """One file under one .config of a sweep (bench/sweep.py), gcc."""
+        return self._key(commit, "gcc", ccver, config_sha, f, "sweep", ANALYZER_VERSION)
+
+    def scanfile_key(self, cc, ccver, inputs):
+        """One file of a scan, by the hash of everything its -E output
+        depends on (bench/scan.py input_key), whatever the commit."""
+        return self._key(cc, ccver, inputs, "scanfile", ANALYZER_VERSION, SCAN_VERSION)
+
+    def scan_key(self, commit, cc, ccver, chash):
+        return self._key(commit, cc, ccver, chash, "scan", ANALYZER_VERSION, SCAN_VERSION)
+
+    def get(self, key, shape=dict):
+        """The cached value, or None. A value of the wrong shape is
+        reported once and treated as missing (it is measured again)."""
+        p = self.dir / f"{key}.json"
+        if not p.exists():
+            return None
+        v = read_json(p)
+        if v is not None and not isinstance(v, shape):
+            log(f"warning: cache entry {p} has the wrong shape; measuring again")
+            return None
+        return v
+
+    def put(self, key, value):
+        atomic_write_json(self.dir / f"{key}.json", value)
+
+

@@ -1,0 +1,96 @@
+"""A file's expansion: its exact Kbuild command as `-E`, piped into the C
+analyzer (bench/tools/kx-analyze), never through a temporary file; the
+bytes, lines, longest line and hottest source lines of the output."""
+import json
+import shlex
+import time
+from pathlib import Path
+
+from kbuild import kcmd
+from kbuild.proc import pipe
+from kbuild.util import REPO, KexpandError
+
+TOOLS = Path(__file__).resolve().parent.parent / "tools"
+ANALYZER = TOOLS / "kx-analyze"
+TOP_LINES = 5
+
+
+def analyze(cmd, cwd, top=TOP_LINES):
+    """Run a preprocess command into the C analyzer through a pipe (never
+    a temporary file). Returns (analysis, seconds); analysis["cpp_cpu_s"]
+    is the preprocessor's CPU time (wait4). The preprocessor failing
+    is a 'build' error (the code under test); the analyzer, 'infra'."""
+    if not ANALYZER.exists():
+        raise KexpandError(f"{ANALYZER} missing: run 'make -C {REPO} "
+                           "bench/tools/kx-analyze'", "infra")
+    t0 = time.monotonic()
+    out, aerr, prc, perr, arc, cpu = pipe(cmd, [str(ANALYZER), "-n", str(top)], cwd)
+    secs = time.monotonic() - t0
+    if prc != 0:
+        tail = "\n".join(perr.decode(errors="replace").splitlines()[-15:])
+        raise KexpandError(f"preprocessing failed (exit {prc}): "
+                           f"{shlex.join(cmd)}\n{tail}", "build")
+    if arc != 0:
+        raise KexpandError(f"kx-analyze failed: {aerr.decode(errors='replace')}",
+                           "infra")
+    try:
+        a = json.loads(out)
+    except ValueError as e:
+        raise KexpandError(f"kx-analyze wrote output that is not JSON ({e}); "
+                           f"rebuild it: make -C {REPO} bench/tools/kx-analyze", "infra")
+    a["cpp_cpu_s"] = round(cpu, 3)
+    return a, secs
+
+
+def tree_path(p):
+    """A line-marker path relative to the build dir -> relative to the tree."""
+    return p[3:] if p.startswith("../") else p
+
+
+def statement(text, line, maxlines=6):
+    """The source statement at `line` of `text`: that line plus
+    continuation lines while parentheses are open."""
+    out, depth = [], 0
+    for s in text.splitlines()[line - 1:line - 1 + maxlines]:
+        out.append(s.strip())
+        depth += s.count("(") - s.count(")")
+        if depth <= 0:
+            break
+    return " ".join(out)
+
+
+def source_text(bdir, relpath, line):
+    """The statement at relpath:line (relative to the build dir)."""
+    if relpath.startswith("<"):
+        return ""
+    try:
+        return statement((bdir / relpath).read_text(errors="replace"), line)
+    except OSError:
+        return ""
+
+
+def measure_file(bdir, src):
+    """The expansion entry of one file: bytes, lines, hottest lines."""
+    argv = kcmd.compile_command(bdir, src)
+    pcmd = kcmd.preprocess_command(argv)
+    a, secs = analyze(pcmd, bdir)
+    hot = [{"at": f"{tree_path(t['file'])}:{t['line']}", "bytes": t["bytes"],
+            "source": source_text(bdir, t["file"], t["line"]),
+            "choose_expr": t["choose_expr"], "stmt_expr": t["stmt_expr"],
+            "unique_id": t["unique_id"]} for t in a["top"]]
+    la = a.get("longest_line_at")
+    return {
+        "status": "ok",
+        "expanded_bytes": a["bytes"], "lines": a["lines"],
+        "longest_line_bytes": a["longest_line_bytes"],
+        "longest_line_at": f"{tree_path(la['file'])}:{la['line']}" if la else None,
+        "code_bytes": a["code_bytes"], "marker_lines": a["marker_lines"],
+        "macro_totals": a["totals"],
+        "hot_lines": hot,
+        "analyze_seconds": round(secs, 3),
+        "cpp_cpu_s": a["cpp_cpu_s"],
+        "command": f"cd {shlex.quote(bdir.name)} && {shlex.join(pcmd)} | "
+                   f"{ANALYZER.relative_to(REPO)} -n {TOP_LINES}",
+    }
+
+

@@ -1,0 +1,90 @@
+"""Checks of what a user typed, before any work: which variables each make
+target takes (a misspelt FIELS= or a FILE= given to compare is named, with
+the variable meant), and what a git revision may look like (A=, B=, GOOD=,
+BAD=, BASE=, RANGE=), so that a ref git would refuse is refused before the
+tree is unpacked or cloned."""
+import difflib
+import re
+
+from .util import KexpandError, log
+
+# Settings every command reads.
+COMMON = {"KEXPAND_WORK", "KEXPAND_RESULTS", "CASE", "JOBS"}
+# The variables each make target takes besides COMMON (README, "Variables").
+TARGETS = {
+    "bench": {"POINTS", "FILES", "CC", "RUNS", "NO_TIME", "NO_BOOT", "NO_MACROS",
+              "BOOT_TIMEOUT", "ICOUNT_CAP", "CONFIG", "KCONFIG"},
+    "boot": {"POINTS", "BOOT_TIMEOUT", "CONFIG", "KCONFIG"},
+    "compare": {"A", "B", "KERNEL", "FILES", "CC", "RUNS", "NO_TIME", "NO_MACROS",
+                "ICOUNT_CAP", "CONFIG", "KCONFIG"},
+    "bisect": {"FILE", "GOOD", "BAD", "KERNEL", "THRESHOLD", "NO_MACROS",
+               "CONFIG", "KCONFIG"},
+    "scan": {"A", "B", "POINTS", "KERNEL", "CC", "WRITE_FOCUS", "CONFIG", "KCONFIG",
+             "DASK_SCHEDULER"},
+    "sweep": {"FILE", "POINT", "N", "CONFIG"},
+    "check": {"PATCHES", "BASE", "A", "B", "KERNEL", "CC", "CONFIG", "KCONFIG",
+              "THRESHOLD", "NO_MACROS", "ICOUNT_CAP", "NAME", "DASK_SCHEDULER"},
+    "track": {"RANGE", "EVERY", "KERNEL", "FILES", "CC", "CONFIG", "KCONFIG",
+              "SCAN", "NAME", "ICOUNT_CAP", "DASK_SCHEDULER", "MAX_COMMITS"},
+    "prepare": set(), "plots": set(), "report": set(), "analyzer-bench": set(),
+}
+TARGETS["report"] = set().union(*TARGETS.values())      # compare.py after any target
+ALL = COMMON.union(*TARGETS.values())
+
+
+def check_given(target, given):
+    """`given`: the variables typed on make's command line (the Makefile
+    passes their names). An unknown one is a user error naming the variable
+    meant; one this target does not take gets a warning naming what it
+    takes (a script may pass one set of variables to several targets)."""
+    takes = COMMON | TARGETS.get(target, ALL)
+    for name in given:
+        if name in takes:
+            continue
+        if name not in ALL:
+            near = difflib.get_close_matches(name, sorted(ALL), n=1, cutoff=0.6)
+            hint = f"; did you mean {near[0]}=?" if near else \
+                "; the variables are listed in README.md, \"Variables\""
+            raise KexpandError(f"{name}= is not a kexpand variable{hint}")
+        near = difflib.get_close_matches(name, sorted(takes - COMMON), n=1, cutoff=0.6)
+        log(f"warning: {name}= is not used by make {target} and is ignored"
+            + (f"; did you mean {near[0]}=?" if near else "")
+            + f" (make {target} takes: {', '.join(sorted(takes - COMMON)) or 'none'})")
+
+
+# A revision: a name git-check-ref-format(1) accepts (or a commit id),
+# followed by suffixes such as ~2, ^, ^2, ^{commit} or @{1}.
+_NAME = r"[A-Za-z0-9_+,@=](?:[A-Za-z0-9_.+,@=/-]*[A-Za-z0-9_+,@=-])?"
+_SUFFIX = r"(?:~[0-9]*|\^[0-9]*|\^\{[a-z]*\}|@\{[0-9A-Za-z.: -]+\})"
+_REV = re.compile(rf"(?:{_NAME}|@)(?:{_SUFFIX})*")
+
+
+def check_ref(var, value):
+    """A git revision as a user would type it (v6.6, HEAD~1, origin/master,
+    a commit id, a series point), or a user error; checked before any tree
+    is unpacked or cloned. What git itself refuses never reaches it."""
+    why = None
+    if not value or not _REV.fullmatch(value):
+        why = "not a git revision"
+    else:
+        name = re.sub(rf"(?:{_SUFFIX})+$", "", value)
+        parts = name.split("/")
+        if ".." in name or "//" in name or "@{" in name or name.endswith(".lock") \
+                or any(p.startswith(".") or p.endswith(".lock") for p in parts):
+            why = "a name git refuses (git check-ref-format)"
+    if why:
+        raise KexpandError(f"{var}={value!r}: {why}; give a branch, tag, commit id "
+                           f"or series point, for example {var}=v6.6 or {var}=HEAD~1")
+    return value
+
+
+def check_range(var, value):
+    """RANGE=A..B (or A...B, or one revision: everything up to it)."""
+    sep = "..." if "..." in value else ".." if ".." in value else None
+    if sep is None:
+        return (None, check_ref(var, value))
+    a, b = value.split(sep, 1)
+    if not a or not b:
+        raise KexpandError(f"{var}={value!r}: give both ends, for example "
+                           f"{var}=v6.6..v6.7")
+    return (check_ref(var, a), check_ref(var, b))

@@ -1,0 +1,215 @@
+"""Child processes: every one in a process group of its own (spawn), so an
+interrupt or an error can end the whole tree it started (make and its
+compilers, hyperfine and the timed command, QEMU), run with a timeout and
+an error naming the command (run), piped into a tool (pipe), or many at
+a time (run_jobs)."""
+import collections
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+import threading
+
+from .util import KexpandError
+
+def kill_group(proc):
+    """Kill a child started with start_new_session=True and everything it
+    started (make's sub-makes and compilers), then reap it."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+# make's own variables: when kexpand runs under `make bench CC=clang`, they
+# would pass the user's command-line variables (CC=clang, A=..., FILES=...)
+# on to every kernel make kexpand starts, as overrides.
+MAKE_ENV = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "GNUMAKEFLAGS")
+
+
+def spawn(cmd, env=None, **kw):
+    """Popen in a process group of its own, so an interrupt can end the
+    whole tree it starts, without make's variables of an outer make; a
+    missing program is a KexpandError."""
+    env = {k: v for k, v in (os.environ if env is None else env).items()
+           if k not in MAKE_ENV}
+    try:
+        proc = subprocess.Popen(cmd, start_new_session=True, env=env, **kw)
+    except FileNotFoundError:
+        raise missing_tool(str(cmd[0]))
+    with _LIVE_LOCK:
+        _LIVE[:] = [p for p in _LIVE if p.returncode is None] + [proc]
+    return proc
+
+
+# every child spawn() started, for kill_all(): a Ctrl-C reaches only the
+# main thread, while worker threads wait on children in sessions of their own
+_LIVE, _LIVE_LOCK = [], threading.Lock()
+
+
+def kill_all():
+    """Kill the process groups of every child still running (an interrupt
+    or an infra error while threads run children)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def pipe(cmd, tool, cwd):
+    """cmd's stdout into tool through a pipe (never a temporary file), both
+    in process groups of their own. Returns (tool's stdout, tool's stderr,
+    cmd's exit code, cmd's stderr, tool's exit code, cmd's CPU seconds:
+    user + system of cmd and the children it waited for, from wait4(2),
+    which other work on the machine changes far less than wall time).
+    cmd's stderr goes to a file: a pipe read only at the end fills at 64 kB
+    and stops both."""
+    with tempfile.TemporaryFile() as errf:
+        pre = spawn(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=errf)
+        try:
+            ana = spawn(tool, cwd=cwd, stdin=pre.stdout, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE)
+        except BaseException:
+            kill_group(pre)
+            raise
+        pre.stdout.close()
+        try:
+            out, aerr = ana.communicate()
+            _, status, ru = os.wait4(pre.pid, 0)
+        except BaseException:
+            kill_group(pre)
+            kill_group(ana)
+            raise
+        pre.returncode = os.waitstatus_to_exitcode(status)
+        errf.seek(0)
+        return (out, aerr, pre.returncode, errf.read(), ana.returncode,
+                ru.ru_utime + ru.ru_stime)
+
+
+def run(cmd, cwd=None, check=True, capture=True, env=None, what=None,
+        klass="infra", timeout=None, stdout=None, let_finish=False):
+    """Run an argv list (never a shell string) in its own process group.
+    On Ctrl-C, SIGTERM or a timeout the whole group is killed first, except
+    with `let_finish`: a command that must not stop half-way (git writing
+    its index and work tree) is waited for, then the interrupt goes on.
+    stdout: a binary file for the output (stderr is then captured). On
+    failure (check=True) raise a KexpandError naming the command and the
+    tail of its output."""
+    if stdout is not None:
+        out_kw = {"stdout": stdout, "stderr": subprocess.PIPE}
+    elif capture:
+        out_kw = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
+    else:
+        out_kw = {"stdout": None, "stderr": None}
+    proc = spawn(cmd, cwd=cwd, env=env, text=stdout is None,
+                 errors="replace" if stdout is None else None,
+                 stdin=subprocess.DEVNULL, **out_kw)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        raise KexpandError(f"{what or 'command'} timed out after {timeout} s: "
+                           f"{shlex.join(map(str, cmd))}", klass)
+    except BaseException:
+        if let_finish:
+            wait_through(proc)
+        else:
+            kill_group(proc)
+        raise
+    if stdout is not None:
+        out = (err or b"").decode(errors="replace")
+    p = subprocess.CompletedProcess(cmd, proc.returncode, out or "", None)
+    if check and p.returncode != 0:
+        tail = "\n".join(p.stdout.splitlines()[-20:])
+        raise KexpandError(
+            f"{what or 'command'} failed (exit {p.returncode}): "
+            f"{shlex.join(map(str, cmd))}\n{tail}", klass)
+    return p
+
+
+def wait_through(proc):
+    """Wait for a child to end, whatever interrupts arrive meanwhile (the
+    first interrupt is already on its way up; later ones are ignored by
+    util.main_wrapper's handlers)."""
+    while True:
+        try:
+            proc.wait()
+            return
+        except BaseException:       # noqa: B902  a second Ctrl-C: keep waiting
+            continue
+
+
+# Debian package of each external tool kexpand runs.
+PACKAGES = {"hyperfine": "hyperfine", "qemu-system-x86_64": "qemu-system-x86",
+            "clang": "clang", "ld.lld": "lld", "gcc": "gcc", "make": "make",
+            "git": "git", "tar": "tar", "/usr/bin/time": "time",
+            "flex": "flex", "bison": "bison", "dpkg-query": "dpkg",
+            "chromium": "chromium"}
+
+
+def missing_tool(name):
+    pkg = PACKAGES.get(name) or PACKAGES.get(os.path.basename(name))
+    hint = (f"; install it with 'apt-get install {pkg}' (or run the make "
+            "target as root: it installs what is missing)") if pkg else ""
+    return KexpandError(f"{name}: command not found{hint}", "infra")
+
+
+
+def run_jobs(work, jobs, failed):
+    """Run [(function, file, ...)] `jobs` at a time. What a job returns,
+    more [(function, args)], starts before anything still queued. A job's
+    non-infra KexpandError fails its file (`failed[file]`, first argument);
+    the first infra error or interrupt stops the queue, kills the children
+    of the running jobs and is raised."""
+    queue, lock = collections.deque(work), threading.Condition()
+    state = {"running": 0, "error": None}
+
+    def stop(e):
+        with lock:
+            state["error"] = state["error"] or e
+            queue.clear()
+            lock.notify_all()
+        kill_all()      # the other jobs' children: minutes of QEMU otherwise
+
+    def worker():
+        while True:
+            with lock:
+                while not queue and state["running"] and not state["error"]:
+                    lock.wait()
+                if state["error"] or not queue:
+                    lock.notify_all()
+                    return
+                fn, args = queue.popleft()
+                state["running"] += 1
+            nxt = []
+            try:
+                nxt = fn(*args) or []
+            except KexpandError as e:
+                if e.klass != "infra":
+                    failed[args[0]] = {"status": "error", "error": str(e)}
+                else:
+                    stop(e)
+            except BaseException as e:      # a bug: stop, and show it
+                stop(e)
+            with lock:
+                queue.extendleft(reversed(nxt))
+                state["running"] -= 1
+                lock.notify_all()
+
+    threads = [threading.Thread(target=worker, daemon=True)
+               for _ in range(max(1, jobs))]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.5)
+    except BaseException as e:       # Ctrl-C in the main thread
+        stop(e)
+        raise
+    if state["error"]:
+        raise state["error"]
