@@ -213,8 +213,14 @@ def test_bad_patch_and_build_failure_do_not_stop_the_run(fake):
     # compare.py with the compare rule; identical bytes for the file that built
     pair = json.loads((base / "results/compare/after..broken-build/pair.json").read_text())
     assert pair["a"]["ref"] == "after" and pair["b"]["ref"] == "broken-build"
+    # the noise it measured is written by the bench, where it is measured;
+    # drawing reports (in any order) never writes it
+    noise = json.loads((base / "results/noise.json").read_text())
+    assert noise["pair"] == "after..broken-build" and noise["rows"] == 1
+    assert noise["flagged"] == 0 and noise["instructions"] is not None
     subprocess.run([PY, str(REPO / "compare.py"), "--case", "fake"], env=env,
                    check=True, capture_output=True)
+    assert json.loads((base / "results/noise.json").read_text()) == noise
     report = (base / "results/compare/after..broken-build/report.md").read_text()
     assert "| arch/x86/xen/setup.c | " in report and "1.00x (same)" in report
 

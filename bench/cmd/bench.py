@@ -9,7 +9,7 @@ import sys
 from kbuild import build, series, trees, workdir
 from kbuild.util import EXIT_BUILD, atomic_write_json, log, read_json
 
-from .. import results
+from .. import results, verdict
 from ..measure.point import measure_commits
 from .boot import boot_points, conformance_points
 from .compare import pair_timings
@@ -48,7 +48,9 @@ def write_control_pairs(req, case, commits, files, package, names, by_side):
     compare.py with the same rule as `make compare`. Byte-identical code:
     every time difference it reports is noise. The pair keeps the two
     points' timings from this bench's interleaved runs (a later compare
-    that times one of them again does not mix into it)."""
+    that times one of them again does not mix into it). Returns the pairs
+    whose two points this bench timed: what the A/A check measured."""
+    timed = []
     for p in case.points:
         if not (p.control and p.name in commits and p.parent in commits):
             continue
@@ -58,14 +60,33 @@ def write_control_pairs(req, case, commits, files, package, names, by_side):
             ia, ib = names.index(p.parent), names.index(p.name)
             timings = pair_timings({cc: (recs[ia], recs[ib])
                                     for cc, recs in by_side.items()}, files)
-        atomic_write_json(results.pair_dir(req.results, "compare", p.parent, p.name) / "pair.json", {
+        out = results.pair_dir(req.results, "compare", p.parent, p.name)
+        pair = {
             "a": {"ref": p.parent, "commit": a, "subject": f"series point {p.parent}"},
             "b": {"ref": p.name, "commit": b, "subject": f"control point {p.name}: "
                   "expands byte for byte like its parent (an A/A check)"},
             "tree": str(req.work / "tree"), "package": package, "files": files,
             "compilers": req.compilers, "config": build.case_config(req, case).describe(),
             "command": shlex.join(sys.argv), "aa_check": True, "timings": timings,
-            "make_command": f"make compare A={p.parent} B={p.name}"})
+            "make_command": f"make compare A={p.parent} B={p.name}",
+            "identity": {"aa_check": True}}
+        atomic_write_json(out / "pair.json", pair)
+        if timings:
+            timed.append((out, pair))
+    return timed
+
+
+def write_noise(req, timed):
+    """results/noise.json from the A/A check this bench measured (judged on
+    the floors): every later verdict takes its thresholds from it, whatever
+    order the reports are drawn in. Kept when this bench timed no A/A pair."""
+    records = results.load_records(req.results)
+    for out, pair in timed:
+        n = verdict.write_noise(req.results, out.name,
+                                verdict.pair_rows(pair, records))
+        log(f"A/A check {out.name}: {n['flagged']} of {n['rows']} rows flagged; "
+            f"largest |B/A - 1|: instructions {n['instructions']}, CPU time "
+            f"{n['cpu_time']}, wall time {n['wall_time']} (results/noise.json)")
 
 
 def series_line(tree, case, todo):
@@ -150,8 +171,8 @@ def cmd_bench(req, case):
         results.write_boot_csv(req.results, index)
         if check_controls(index, records):
             worst = max(worst, EXIT_BUILD)
-        write_control_pairs(req, case, commits, files, package,
-                            [n for n, _ in todo], by_side)
+        write_noise(req, write_control_pairs(req, case, commits, files, package,
+                                             [n for n, _ in todo], by_side))
         write_last_bench(req, names, files, worst)
     print_table(rows)
     return worst
