@@ -12,7 +12,7 @@ PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev libc
               qemu-user python3-scipy python3-distributed
 PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 
-.PHONY: all bench bench-analyzer boot scan sweep prepare plots compare bisect test unit-test clean deps-bench deps-test
+.PHONY: all bench bench-analyzer boot scan sweep prepare plots compare bisect check test unit-test clean deps-bench deps-test
 
 # Every variable (A, B, FILES, KERNEL, ...) reaches the programs as
 # environment, never as shell text: make puts command-line variables into
@@ -23,12 +23,12 @@ PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 # them ($(shell ...) in A= runs nothing) and the shell never sees them.
 KX_VARS := A B FILE FILES GOOD BAD KERNEL POINTS CASE RUNS JOBS BOOT_TIMEOUT ICOUNT_CAP \
            THRESHOLD NO_TIME NO_BOOT NO_MACROS WRITE_FOCUS CONFIG KCONFIG KEXPAND_WORK KEXPAND_RESULTS \
-           DASK_SCHEDULER POINT N PATCHES BASE NAME RANGE EVERY SCAN MAX_COMMITS
-$(foreach v,$(KX_VARS),$(if $(filter command line,$(origin $(v))),$(eval override $(v) := $$(value $(v)))$(eval export $(v))))
-export KX_CC := $(if $(filter command line,$(origin CC)),$(value CC))
+           DASK_SCHEDULER POINT N PATCHES BASE NAME RANGE EVERY SCAN MAX_COMMITS FULL_BUILD
 # The names of every variable on the command line, so that a misspelt one
 # (FIELS=) or one the target does not take is named instead of ignored.
 export KX_GIVEN := $(filter-out PY CC_HOST,$(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
+$(foreach v,$(KX_VARS),$(if $(filter command line,$(origin $(v))),$(eval override $(v) := $$(value $(v)))$(eval export $(v))))
+export KX_CC := $(if $(filter command line,$(origin CC)),$(value CC))
 
 # Run a program in the background and wait for it, passing TERM, INT and
 # HUP on: make signals only its direct child (this shell), which would
@@ -60,7 +60,7 @@ $(T)/kx-icount.so: $(T)/kx-icount.c
 
 # clang's preprocessor API is C++ (Debian's libclang-14-dev, libclang-cpp14-dev)
 LLVM_DIR := /usr/lib/llvm-14
-$(T)/kx-macrostack: $(T)/kx-macrostack.cpp
+$(T)/kx-macrostack: $(T)/kx-macrostack.cpp $(T)/kx-json.h
 	g++ -O2 -g -std=c++17 -Wall -Wextra -Werror -isystem $(LLVM_DIR)/include -o $@ $< \
 	  -L$(LLVM_DIR)/lib -Wl,-rpath,$(LLVM_DIR)/lib -lclang-cpp -lLLVM-14
 
@@ -112,6 +112,11 @@ compare: deps-bench $(TOOLS)
 # First commit between GOOD and BAD that pushes FILE's expansion past THRESHOLD.
 bisect: deps-bench $(TOOLS)
 	@$(call measure,bisect,--index)
+
+# Does a posted series blow up any file the build compiles? PATCHES=<mbox,
+# directory or patch files> [BASE=], or A= B= in KERNEL=; exit 1: a regression.
+check: deps-bench $(TOOLS)
+	@$(call measure,check,--check)
 
 unit-test: deps-test $(TOOLS)
 	$(PY) -m pytest -q tests -m "not integration"

@@ -28,6 +28,7 @@ from kbuild import settings                            # noqa: E402
 from kbuild.util import (KexpandError, atomic_write, log,  # noqa: E402
                          main_wrapper, read_json)
 from plots import macros, page, regression, tables    # noqa: E402
+from plots import check as check_report                # noqa: E402
 from plots import sweep as sweep_report                # noqa: E402
 from plots.tables import ok                            # noqa: E402
 
@@ -124,10 +125,12 @@ def write_pair_report(results, outdir, records=None):
     atomic_write(outdir / "report.md", tables.pair_markdown(
         pair, rows, changes if isinstance(changes, dict) else None)
         + aa + macros.pair_markdown(pair, records))
+    plots = set()
     for cc in pair["compilers"]:
         cr = [r for r in rows if r["compiler"] == cc and r["status"] == "ok"]
         if not cr:
             continue
+        plots |= {f"bytes-{cc}", f"c-time-{cc}"}
         files = [r["file"] for r in cr]
         la, lb = pair["a"]["ref"], pair["b"]["ref"]
         regression.pair_bars(files, [r["bytes_a"] for r in cr],
@@ -143,6 +146,12 @@ def write_pair_report(results, outdir, records=None):
                 f"{pair['package']}", "seconds (log scale)",
                 formatter=regression.human_seconds,
                 a_err=[r["c_sd_a"] for r in cr], b_err=[r["c_sd_b"] for r in cr])
+    # a report drawn again keeps none of its old plots (a compiler or file
+    # set that changed would leave them on the page)
+    for old in list(outdir.glob("*.png")) + list(outdir.glob("*.svg")):
+        if old.stem not in plots or (old.stem.startswith("c-time-") and not all(
+                "c_time_a_s" in r for r in rows if r["status"] == "ok")):
+            old.unlink()
     return rows
 
 
@@ -173,6 +182,25 @@ def write_scan_report(results, outdir):
             f"per-file growth of -E bytes, {pair['a']['ref']} -> {pair['b']['ref']}, "
             f"{len(ratios)} C files, {pair.get('compiler')}\n{pair.get('package')}")
     return rows
+
+
+def write_check_reports(results):
+    """report.txt and report.md of every make check (cheap: text only)."""
+    done = []
+    for j in sorted((results / "check").glob("*/check.json")):
+        rec = read_json(j)
+        if not isinstance(rec, dict) or rec.get("kind") != "kexpand.check":
+            log(f"warning: skipping {j}: not a make check record")
+            continue
+        try:
+            txt, md = check_report.report_txt(rec), check_report.report_md(rec)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            log(f"warning: skipping {j}: a record of another shape ({type(e).__name__}: {e})")
+            continue
+        atomic_write(j.parent / "report.txt", txt)
+        atomic_write(j.parent / "report.md", md)
+        done.append(j.parent)
+    return done
 
 
 def write_sweep_report(results, point, file):
@@ -298,18 +326,23 @@ def main(argv=None):
                       help="the scan report of A and B (from the environment)")
     mode.add_argument("--sweep", action="store_true",
                       help="the sweep report of FILE at POINT (from the environment)")
+    mode.add_argument("--check", action="store_true",
+                      help="the reports of every make check under results/check/")
     mode.add_argument("--index", action="store_true",
                       help="only results/index.html")
     args = ap.parse_args(argv)
     # the same Request as the measuring side (kbuild.settings), so that a
     # setting means the same here (KEXPAND_RESULTS='~/x', CONFIG=, KERNEL=)
     command = "compare" if args.compare else "scan" if args.scan else \
-        "sweep" if args.sweep else "report"
+        "sweep" if args.sweep else "check" if args.check else "report"
     req = settings.from_env(command, {"results": args.results, "case": args.case})
     results = req.results
     if args.compare or args.scan:
         args.pair = bench.results.report_dir(req, command, req.a or "", req.b or "")
-    if args.sweep:
+    if args.check:
+        for d in write_check_reports(results):
+            log(f"wrote {d / 'report.txt'}")
+    elif args.sweep:
         print(write_sweep_report(results, req.point or "", req.file or ""))
     elif args.scan:
         write_scan_report(results, args.pair)

@@ -10,6 +10,8 @@ and returns an exit code (README, "Exit codes").
   kexpand.py bisect  --file F --good REF --bad REF [--threshold T] [--kernel]
   kexpand.py scan    [--a REF --b REF] [--kernel DIR] [--write-focus PATH]
   kexpand.py sweep   --file F --point REF [--n N]  configs that multiply F
+  kexpand.py check   --patches P... [--base REF] [--kernel DIR] [--threshold T]
+                     (or --a REF --b REF): a series against every compiled file
   kexpand.py analyzer-bench                kx-analyze throughput
   kexpand.py bisect-step ...               internal: one `git bisect run` step
 
@@ -19,7 +21,7 @@ import argparse
 from kbuild import series, settings
 from kbuild.util import main_wrapper
 
-from .cmd import analyzer, bench, bisection, boot, compare, prepare, scan, sweep
+from .cmd import analyzer, bench, bisection, boot, check, compare, prepare, scan, sweep
 
 COMMON = ("case", "points", "files", "cc", "kernel", "a", "b", "file", "good",
           "bad", "threshold", "write_focus", "config", "kconfig")
@@ -44,6 +46,8 @@ def parser():
         "scan": ["a", "b", "points", "kernel", "cc", "top", "write_focus",
                  "config", "kconfig"],
         "sweep": ["file", "point", "n", "config"],
+        "check": ["patches", "base", "a", "b", "kernel", "cc", "config", "kconfig",
+                  "threshold", "no_macros", "name", "full_build"],
         "analyzer-bench": ["repeat"],
         "bisect-step": ["file", "tree", "step_threshold", "strict_config"],
     }
@@ -52,7 +56,7 @@ def parser():
         p.add_argument("--case")
         for o in opts:
             flag = "--" + o.replace("_", "-")
-            if o in ("no_time", "no_boot", "no_macros"):
+            if o in ("no_time", "no_boot", "no_macros", "full_build"):
                 p.add_argument(flag, action="store_true", default=None)
             elif o == "step_threshold":
                 p.add_argument("--threshold", dest="step_threshold", type=int,
@@ -77,7 +81,7 @@ def main(argv=None):
             "boot": boot.cmd_boot, "compare": compare.cmd_compare,
             "analyzer-bench": analyzer.cmd_analyzer_bench,
             "bisect": bisection.cmd_bisect, "scan": scan.cmd_scan,
-            "sweep": sweep.cmd_sweep}[cmd](req, case)
+            "sweep": sweep.cmd_sweep, "check": check.cmd_check}[cmd](req, case)
 
 
 def run(argv=None):

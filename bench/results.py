@@ -55,9 +55,18 @@ TIMING_FIELDS = {"median_s": float, "stddev_s": float, "runs": int}
 
 
 def timing_ok(t):
-    return isinstance(t, dict) and all(
-        isinstance(t.get(k), (int, float)) for k in TIMING_FIELDS) and \
-        isinstance((t.get("samples") or t.get("hyperfine") or {}).get("times"), list)
+    """A time_E / time_c entry: the wall-time summary, and per-run samples
+    (`samples`; records before interleaving: hyperfine's export `hyperfine`,
+    one object for all runs). `hyperfine` of records timed by hyperfine run
+    by run is a list, one exported object per run."""
+    if not isinstance(t, dict) or not all(
+            isinstance(t.get(k), (int, float)) for k in TIMING_FIELDS):
+        return False
+    hf = t.get("hyperfine")
+    s = t.get("samples") or (hf if isinstance(hf, dict) else None)
+    return isinstance(s, dict) and isinstance(s.get("times"), list) and \
+        (hf is None or isinstance(hf, dict) or
+         (isinstance(hf, list) and all(isinstance(r, dict) for r in hf)))
 
 
 def macros_ok(m):

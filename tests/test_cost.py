@@ -1,6 +1,8 @@
 """Compile cost: the verdict rule (bench/verdict.py), interleaved runs
-(bench/timing.py) and the instruction counter (bench/icount.py, with
+(bench/measure/timing.py, each run timed by hyperfine; more in
+test_timing.py) and the instruction counter (bench/measure/icount.py, with
 QEMU's plugin or perf) on real compilers and tiny inputs."""
+import shlex
 import shutil
 
 import pytest
@@ -82,6 +84,8 @@ def test_interleaved_runs_alternate_and_drop_warmups(tmp_path):
     s = got[("A", "x")]
     assert len(s["samples"]["cpu"]) == 3 and s["cpu_median_s"] >= 0
     assert s["peak_rss_kb"] > 0 and s["interleaved"][1] == ["B", "A"]
+    # the warmup's export is dropped with its sample
+    assert [h["command"] for h in s["hyperfine"]] == [shlex.join(cmd("A", "x")[0])] * 3
 
 
 def test_a_failing_command_is_reported_not_raised(tmp_path):
@@ -90,6 +94,7 @@ def test_a_failing_command_is_reported_not_raised(tmp_path):
     got, failed = timing.interleaved(["A"], jobs, lambda s: None)
     assert ("A", "ok") in got and ("A", "bad") not in got
     assert "exit 3" in failed[("A", "bad")] and "broken" in failed[("A", "bad")]
+    assert "Ignoring" not in failed[("A", "bad")]           # hyperfine's own note
 
 
 # --- the instruction counter -------------------------------------------------------
@@ -115,8 +120,8 @@ def test_counts_repeat_and_grow_with_the_work(tmp_path, cc):
     are counted (one line per process under QEMU)."""
     src, why = icount.source()
     assert src in ("perf", "qemu-tcg"), why
-    if not shutil.which(cc):
-        pytest.skip(f"{cc} not installed")
+    # a missing compiler fails the suite (make test installs clang)
+    assert shutil.which(cc), f"{cc} is not installed: make test installs it"
     (tmp_path / "a.c").write_text(C_SOURCE)
     (tmp_path / "b.c").write_text(C_SOURCE + "".join(
         f"int g{i}(int a) {{ return TWICE(TWICE(TWICE(a + {i}))); }}\n" for i in range(400)))

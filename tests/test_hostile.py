@@ -162,7 +162,7 @@ def test_rewritten_and_pruned_user_history_clones_again(fake, tmp_path):
            CC="gcc", NO_TIME=1)
     assert p.returncode == 0, out(p)
     assert "Traceback" not in p.stdout + p.stderr
-    assert "cloning it again" in p.stderr, out(p)
+    assert "making it again" in p.stderr, out(p)
     [pair] = (base / "results/compare").glob("HEAD_1-*..HEAD@*/pair.json")
     assert json.loads(pair.read_text())["b"]["commit"] == new
 

@@ -122,6 +122,40 @@ def test_parse_every_case_patch():
         for f in p.patches:
             m = series.parse_patch((case.dir / "patches" / f).read_text())
             assert m.subject and m.author and not m.subject.startswith("[")
+            # every date was read (it is the author date: it decides the id)
+            assert m.date != series.BASE_DATE and m.date[:2] == "20", (f, m.date)
+
+
+@pytest.mark.parametrize("date", [None, "", "yesterday", "Mon, 32 Foo 2023 99:99:99",
+                                  "2024-13", "Mon, 18 Sep 2023 08:16:30"])
+def test_a_date_that_cannot_be_read_is_refused(date):
+    """An unreadable Date: used to become a fixed date, silently changing
+    the commit id; it is refused, naming the header. (A date without a
+    time zone is unreadable too: its instant is unknown.)"""
+    text = mail_patch("minmax: first", "a", "b")
+    text = "\n".join(l for l in text.split("\n") if not l.startswith("Date:"))
+    if date is not None:
+        text = text.replace("Subject:", f"Date: {date}\nSubject:", 1)
+    with pytest.raises(KexpandError, match="Date: header"):
+        series.parse_patch(text)
+
+
+def test_checkout_repairs_what_a_killed_run_left(fake):
+    """kill -9 in the middle of a checkout leaves an index.lock and a half
+    rewritten work tree; kexpand's mark says it was its own command, so the
+    next checkout repairs the tree (a dirty tree without the mark is
+    someone else's change, and is refused: the test below)."""
+    from kbuild import gitops
+    case = series.load_case("fake", fake / "cases")
+    commits, _, _ = series.prepare(case, fake / "work", fake / TARBALL)
+    tree = fake / "work" / "tree"
+    (tree / "include/linux/minmax.h").write_text("half written\n")
+    (tree / ".git/index.lock").write_text("")
+    (tree / ".git" / gitops.BUSY).write_text("12345 checkout\n")
+    series.checkout(tree, commits["one"])
+    assert series.tree_is_clean(tree) and not (tree / ".git/index.lock").exists()
+    assert not gitops.interrupted(tree)
+    assert series.git(tree, "rev-parse", "HEAD").stdout.strip() == commits["one"]
 
 
 def test_minmax_manifest():

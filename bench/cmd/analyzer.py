@@ -33,12 +33,14 @@ def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"
                 what=f"preprocessing {file}", klass="build")
         size = sample.stat().st_size
         # the paths reach the shell as arguments, never as shell text
+        # (none of these takes a minute here; the limits end a hang)
         ana = timing.hyperfine(["sh", "-c", 'exec "$0" -n 5 < "$1"', str(ANALYZER),
-                                str(sample)], req.work, runs=req.repeat, warmup=2)
+                                str(sample)], req.work, runs=req.repeat, warmup=2,
+                               timeout=1800)
         cat = timing.hyperfine(["sh", "-c", 'exec cat < "$0" > /dev/null', str(sample)],
-                               req.work, runs=req.repeat, warmup=2)
+                               req.work, runs=req.repeat, warmup=2, timeout=1800)
         pre = timing.hyperfine(kcmd.preprocess_command(argv, "/dev/null"), bdir,
-                               runs=2, warmup=0)
+                               runs=2, warmup=0, timeout=3600)
         sample.unlink()
     out = {"file": file, "point": point, "commit": commit,
            "bytes": size, "analyzer_median_s": ana["median_s"],

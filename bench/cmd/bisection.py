@@ -16,7 +16,7 @@ from kbuild.util import KexpandError, atomic_write_json, log
 from .. import results
 from ..measure import macros
 from ..measure.point import measure_point
-from .inputs import (check_file_names, check_files_exist, file_slug, make_command,
+from .inputs import (check_file_names, file_slug, make_command,
                      open_tree)
 
 
@@ -59,9 +59,8 @@ def cmd_bisect(req, case):
     check_file_names([req.file], focus)
     req.compilers = ["gcc"]
     with workdir.lock(req.work):
-        tree, repo, package = open_tree(req, case)
-        good, bad = trees.resolve(repo, req.good), trees.resolve(repo, req.bad)
-        check_files_exist(tree, [req.file], focus, commit=bad)
+        tree, repo, package, (good, bad) = open_tree(req, case, [req.good, req.bad],
+                                                     [req.file], focus)
         eg = measure_one(req, case, tree, req.good, good, req.file)
         eb = measure_one(req, case, tree, req.bad, bad, req.file)
         if eg["status"] != "ok" or eb["status"] != "ok":

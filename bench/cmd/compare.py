@@ -10,7 +10,7 @@ from kbuild.util import KexpandError, atomic_write_json
 from .. import results
 from ..measure import changed_lines
 from ..measure.point import measure_commits
-from .inputs import check_file_names, check_files_exist, make_command, open_tree, require_tools
+from .inputs import check_file_names, make_command, open_tree, require_tools
 
 
 def cmd_compare(req, case):
@@ -23,16 +23,17 @@ def cmd_compare(req, case):
     files = req.files or focus
     check_file_names(files, focus)
     require_tools(req.compilers, not req.no_time, False)
+    # where the report goes, and that it is this run's to write, before
+    # any measuring: a report of another identity is never overwritten
+    out = results.report_dir(req, "compare", req.a, req.b)
+    results.claim_dir(out, results.identity(req))
     with workdir.lock(req.work):
         req.progress.total = 2 * len(req.compilers)
-        tree, repo, package = open_tree(req, case)
-        ca, cb = trees.resolve(repo, req.a), trees.resolve(repo, req.b)
-        for c in (ca, cb):
-            check_files_exist(tree, files, focus, commit=c)
+        tree, repo, package, (ca, cb) = open_tree(req, case, [req.a, req.b],
+                                                  files, focus)
         worst, recs, by_side = measure_commits(
             req, case, tree, [(req.a, ca), (req.b, cb)], files, package,
             timed=not req.no_time, attribute=not req.no_macros)
-        out = results.report_dir(req, "compare", req.a, req.b)
         write_changed_lines(req, case, tree, recs, ca, cb, files, out)
         atomic_write_json(out / "pair.json", {
             "a": {"ref": req.a, "commit": ca, "subject": trees.subject(repo, ca)},
@@ -40,7 +41,7 @@ def cmd_compare(req, case):
             "tree": str(repo), "package": package, "files": files,
             "compilers": req.compilers, "config": build.case_config(req, case).describe(),
             "command": shlex.join(sys.argv), "make_command": make_command(req),
-            "timings": pair_timings(by_side, files)})
+            "timings": pair_timings(by_side, files), "identity": results.identity(req)})
     print(out)
     return worst
 

@@ -47,14 +47,14 @@ def check_file_names(files, focus):
                                f"FILES=\"{' '.join(focus[:2])}\"")
 
 
-def check_files_exist(tree, files, focus, commit=None):
-    """Each file exists in the tree (at `commit` when given)."""
+def check_files_exist(tree, files, focus, commit=None, ref=None):
+    """Each file exists in the tree (at `commit` when given, read-only:
+    `tree` may be a user's repository)."""
     check_file_names(files, focus)
     for f in files:
-        ok = (tree / f).is_file() if commit is None else series.git(
-            tree, "cat-file", "-e", f"{commit}:{f}", check=False).returncode == 0
+        ok = (tree / f).is_file() if commit is None else trees.has_file(tree, commit, f)
         if not ok:
-            at = f" at {commit[:12]}" if commit else ""
+            at = f" at {ref or commit[:12]}" if commit else ""
             raise KexpandError(f"unknown file {f}: not a .c file of the kernel "
                                f"tree {tree}{at}; focus files are: {', '.join(focus)}")
 
@@ -73,18 +73,29 @@ def require_tools(compilers, timed, booting):
             raise missing_tool(tool)
 
 
-def open_tree(req, case):
-    """(tree to build in, repo to resolve refs in, package label). A user's
-    tree (KERNEL=) is measured through a shared clone, with the fragment's
-    options checked but not required."""
+def open_tree(req, case, refs=(), files=(), focus=()):
+    """(tree to build in, repo the refs were resolved in, package label,
+    [commit of each ref]). Every ref is resolved and every file checked at
+    each of them before any work: on a user's tree (KERNEL=), in the
+    user's repository, before kexpand's clone of it is made (errors name
+    the user's paths), and the fragment's options are checked but not
+    required there."""
     if req.kernel:
         top = trees.check_user_tree(req.kernel)
         req.strict_config = False
-        return trees.user_clone(top, req.work), top, f"git tree {top}"
-    commits, failures, version = series.prepare(case, req.work, req.tarball,
-                                                req.progress)
+        commits = _resolve_all(top, refs, files, focus)
+        return trees.user_clone(top, req.work), top, f"git tree {top}", commits
+    _c, _f, version = series.prepare(case, req.work, req.tarball, req.progress)
     tree = req.work / "tree"
-    return tree, tree, f"{series.SOURCE_PACKAGE} {version}"
+    return tree, tree, f"{series.SOURCE_PACKAGE} {version}", \
+        _resolve_all(tree, refs, files, focus)
+
+
+def _resolve_all(repo, refs, files, focus):
+    commits = [trees.resolve(repo, r) for r in refs]
+    for r, c in zip(refs, commits):
+        check_files_exist(repo, files, focus, commit=c, ref=r)
+    return commits
 
 
 def file_slug(f):

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from kbuild import build, builddir, series, trees, workdir
+from kbuild import build, builddir, series, workdir
 from kbuild.util import KexpandError, atomic_write, atomic_write_json, log
 
 from .. import results
@@ -63,11 +63,13 @@ def scan_points(req, case, tree, todo, cc):
     out = {}
     with dist.client(req) as c:
         for name, commit in todo:
-            out[name] = _scan_point(req, case, tree, c, cache, config, name, commit, cc)
+            out[name] = scan_point(req, case, tree, c, cache, config, name, commit, cc)
     return out
 
 
-def _scan_point(req, case, tree, c, cache, config, name, commit, cc):
+def scan_point(req, case, tree, c, cache, config, name, commit, cc):
+    """One commit's scan (cached by commit, compiler and config): a full
+    build, every C file through the analyzer, the record in results/."""
     chash, ccver = config.hash(), build.compiler_version(cc)
     key = cache.scan_key(commit, cc, ccver, chash)
     sc = cache.get(key)
@@ -113,13 +115,12 @@ def cmd_scan(req, case):
                            "neither, to scan every point)")
     cc = req.compilers[0] if req.compilers_given else "gcc"
     with workdir.lock(req.work):
-        tree, repo, package = open_tree(req, case)
         if req.a:
-            todo = [(req.a, trees.resolve(repo, req.a)),
-                    (req.b, trees.resolve(repo, req.b))]
-        else:
-            todo = [(n, trees.resolve(repo, n))
-                    for n in select(req.points, case.names(), "point")]
+            results.claim_dir(results.report_dir(req, "scan", req.a, req.b),
+                              results.identity(req, files=False))
+        names = [req.a, req.b] if req.a else select(req.points, case.names(), "point")
+        tree, repo, package, commits = open_tree(req, case, names)
+        todo = list(zip(names, commits))
         req.progress.total = len(todo)
         scans = scan_points(req, case, tree, todo, cc)
         if not req.a:

@@ -22,14 +22,14 @@ import statistics
 import sys
 from pathlib import Path
 
-from kbuild import build, builddir, kcmd, series, trees, workdir
+from kbuild import build, builddir, kcmd, series, workdir
 from kbuild.proc import run
 from kbuild.util import KexpandError, atomic_write, atomic_write_json, log
 
 from .. import results
 from ..measure.cache import Cache
 from ..measure.expansion import measure_file
-from .inputs import check_files_exist, file_slug, open_tree
+from .inputs import file_slug, open_tree
 
 CONFIRM = 5
 OPTION_COLUMNS = ["option", "configs_on", "configs_off", "median_bytes_on",
@@ -216,7 +216,7 @@ class Sweep:
         base_text = (bdir / ".config").read_text()
 
         def keeps(opts):
-            (bdir / ".config").write_text(base_text + "".join(
+            atomic_write(bdir / ".config", base_text + "".join(
                 f"{o}={v}\n" if v != "n" else f"# {o} is not set\n"
                 for o, v in opts.items()))
             self.make(bdir, "olddefconfig")
@@ -247,7 +247,7 @@ class Sweep:
             lines = [l for l in base_cfg.splitlines()
                      if not re.match(rf"(# )?{option}[= ]", l)]
             lines.append(f"{option}={value}" if value != "n" else f"# {option} is not set")
-            (bdir / ".config").write_text("\n".join(lines) + "\n")
+            atomic_write(bdir / ".config", "\n".join(lines) + "\n")
         return how
 
 
@@ -260,9 +260,8 @@ def cmd_sweep(req, case):
                            "supported yet): drop KERNEL=")
     focus = [f for f, _ in case.focus]
     with workdir.lock(req.work):
-        tree, repo, package = open_tree(req, case)
-        commit = trees.resolve(repo, req.point)
-        check_files_exist(tree, [req.file], focus, commit=commit)
+        tree, repo, package, (commit,) = open_tree(req, case, [req.point], [req.file],
+                                                   focus)
         series.checkout(tree, commit)
         sw = Sweep(req, case, tree, commit, req.file)
         own = file_options(tree, req.file)

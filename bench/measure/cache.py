@@ -11,10 +11,16 @@ from kbuild.util import atomic_write_json, log, read_json
 # Bump when what a kind measures changes: its cached values are then stale.
 ANALYZER_VERSION = "2"
 # Scans of version 1 could keep the wrong one of a C file built into two
-# objects (scanfiles.one_per_file); their cached results are not reused.
-SCAN_VERSION = "2"
+# objects (scanfiles.one_per_file); version 2 kept one hot line, version 3
+# keeps five (make check reports them) and a failing file's error.
+SCAN_VERSION = "3"
 MACROS_VERSION = "3"
 COST_VERSION = "1"
+# Interleaved timings only (group_time_key): 2 since each run is timed by
+# hyperfine (before: kexpand's own wait4 loop), so that timings of the two
+# timers are never mixed in one group. Instruction counts keep COST_VERSION:
+# they did not change, and they are expensive.
+TIMING_VERSION = "2"
 
 
 class Cache:
@@ -35,7 +41,7 @@ class Cache:
     def group_time_key(self, commits, cc, ccver, chash, f, runs):
         """One file's interleaved runs at a group of commits (bench/cost.py)."""
         return self._key(commits, cc, ccver, chash, f, "interleaved",
-                         COST_VERSION, f"runs={runs}")
+                         TIMING_VERSION, f"runs={runs}")
 
     def icount_key(self, commit, cc, ccver, chash, f, kind, source):
         return self._key(commit, cc, ccver, chash, f, kind, "icount", source,

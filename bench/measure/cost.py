@@ -1,13 +1,22 @@
 """Compile cost of the focus files: wall and CPU time from interleaved runs
-(bench/timing.py) and instruction counts (bench/icount.py), for a group
-of commits measured together (all points of `make bench`; A and B of
-`make compare`). Called after engine.measure_point() has built and
-expanded every side, so every build dir holds its commit's objects, and
-has counted the instructions (count_plan, count_one: exact, so they run
-beside the expansion, JOBS at a time; the timed runs come last, alone).
+(bench/measure/timing.py) and instruction counts (bench/measure/icount.py),
+for a group of commits measured together (all points of `make bench`; A
+and B of `make compare`). Called after engine.measure_point() has built
+and expanded every side, so every build dir holds its commit's objects,
+and has counted the instructions (count_plan, count_one: exact, so they
+run beside the expansion, JOBS at a time; the timed runs come last, alone).
+
+What measures what: hyperfine times each run (wall, user and system time,
+one hyperfine invocation per run, its JSON export kept in the record);
+wait4(2) on hyperfine gives each run's peak RSS; the instructions come
+from perf stat or QEMU with kx-icount. Every timed run and every count has
+a time limit (timing.run_limit, icount.count_limit) from the file's
+estimate, the CPU seconds of its -E in the expansion run; a run or count
+that reaches it is killed and reported (an error of the file at that
+side; a count not made), never cached.
 
 Each file's time_E / time_c entry: the timing summary (median_s, ...,
-cpu_median_s, samples, interleaved) plus `instructions`,
+cpu_median_s, samples, hyperfine, interleaved) plus `instructions`,
 `instructions_source`, `count_s`, `count_slowdown` or, when not counted,
 `instructions` None and `instructions_note` saying why."""
 import shlex
@@ -46,7 +55,8 @@ def time_group(req, cache, tree, sides, cc, ccver, chash, ok_sides, estimates,
     measured ok. sides: [(name, commit)]; ok_sides: {file: [side index]};
     estimates: {file: seconds of one -E} and counted: {(file, kind): True
     where instructions were counted at every side} choose the run counts
-    (timing.choose_runs). Returns
+    (timing.choose_runs) and the time limit of each run (timing.run_limit).
+    Returns
     ({(side index, file): {"time_E": ..., "time_c": ...}}, {(side index,
     file): error}); cached per file and group of commits."""
     commits = [c for _, c in sides]
@@ -75,7 +85,8 @@ def time_group(req, cache, tree, sides, cc, ccver, chash, ok_sides, estimates,
 
     def command(lab, f, kind):
         i = labels.index(lab)
-        return (cmds[i][f][kind], bdirs[i]) if f in cmds[i] else None
+        return (cmds[i][f][kind], bdirs[i], timing.run_limit(estimates[f])) \
+            if f in cmds[i] else None
     jobs = {(f, kind): (runs[kind], warm, lambda lab, f=f, kind=kind: command(lab, f, kind))
             for f, runs, warm, _ in todo for kind in KINDS}
     req.progress.say(f"  timing {len(todo)} files x {len(sides)} commits ({cc}), "
@@ -131,16 +142,20 @@ def count_plan(req, cache, commit, cc, ccver, chash, f, kind, estimate):
     return "count", key
 
 
-def count_one(cache, key, bdir, f, cc, kind):
+def count_one(cache, key, bdir, f, cc, kind, estimate_s=None):
     """Count f's `kind` command in bdir (its commit checked out); cached.
-    A command that fails is recorded as not counted; a counter that does
+    A command that fails, or a count that reaches its time limit
+    (icount.count_limit of `estimate_s`, the CPU seconds of f's -E in the
+    expansion run; None, as for a -c counted beside its expansion: the
+    floor), is recorded as not counted and not cached; a counter that does
     not work is an infra error."""
     scratch = Path(bdir).parent.parent / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
     try:
-        c = icount.count(commands(bdir, f, cc, scratch)[kind], bdir, cc)
+        c = icount.count(commands(bdir, f, cc, scratch)[kind], bdir, cc,
+                         timeout=icount.count_limit(estimate_s))
     except KexpandError as e:
-        if e.klass == "infra":
+        if e.klass == "infra" and not isinstance(e, timing.TimedOut):
             raise
         return {"instructions": None, "instructions_source": "",
                 "instructions_note": str(e)[:300]}

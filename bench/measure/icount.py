@@ -12,9 +12,12 @@ Two counters, chosen per machine by probing, and named in every record
   assembler in its own process, which is checked (`clang -###` must list
   only in-process jobs) rather than assumed.
 Counts under QEMU are of guest x86_64 instructions; they are deterministic
-for the same program, arguments and input (the slowdown is about 7-8x)."""
+for the same program, arguments and input (the slowdown is about 7-8x).
+Every count has a time limit (count_limit); a count that reaches it is
+killed with its process group (timing.TimedOut)."""
 import hashlib
 import os
+import shlex
 import shutil
 import tempfile
 import time
@@ -24,10 +27,19 @@ from pathlib import Path
 from kbuild.proc import run
 from kbuild.util import KexpandError
 
+from .timing import Limit, TimedOut, run_limit
+
 HERE = Path(__file__).resolve().parent.parent / "tools"
 PLUGIN = HERE / "kx-icount.so"
 WRAP = HERE / "kx-icount-wrap"
 QEMU = "qemu-x86_64"
+# A count under QEMU may take max(COUNT_LIMIT_FLOOR_S, COUNT_LIMIT_FACTOR x
+# estimate): counting costs 3-16x the command's wall time (README,
+# count_slowdown), -c a few times its -E, and counts share the cores.
+# Under perf, which runs at native speed, a count has a timed run's limit.
+COUNT_LIMIT_FLOOR_S = 1800
+COUNT_LIMIT_FACTOR = 60
+PROBE_TIMEOUT_S = 120       # perf stat true, --version, clang -###
 
 
 def parse_perf(text):
@@ -46,7 +58,7 @@ def source():
     why = []
     if shutil.which("perf"):
         p = run(["perf", "stat", "-x,", "-e", "instructions:u", "true"], check=False,
-                timeout=60)
+                timeout=PROBE_TIMEOUT_S)
         if p.returncode == 0 and parse_perf(p.stdout):
             return "perf", "perf stat -e instructions:u counts on this machine"
         why.append("perf stat -e instructions:u: not supported here (no usable PMU)")
@@ -66,8 +78,10 @@ def identity(src):
     version and, under QEMU, the plugin's and wrapper's sources (a changed
     plugin must not be taken for the same counter), after its name."""
     if src == "perf":
-        return f"perf {run(['perf', '--version'], check=False).stdout.strip()}"
-    ver = run([QEMU, "--version"], check=False).stdout.splitlines()[:1]
+        ver = run(["perf", "--version"], check=False, timeout=PROBE_TIMEOUT_S)
+        return f"perf {ver.stdout.strip()}"
+    ver = run([QEMU, "--version"], check=False,
+              timeout=PROBE_TIMEOUT_S).stdout.splitlines()[:1]
     h = hashlib.sha256()
     for f in (HERE / "kx-icount.c", WRAP):
         h.update(f.read_bytes() if f.exists() else b"-")
@@ -87,20 +101,38 @@ def clang_in_process(argv, cwd):
     """clang runs every job of this command in its own process (so one
     QEMU counts them all). A command clang rejects passes here and fails
     when it is counted, with clang's own message."""
-    p = run([*argv, "-###"], cwd=cwd, check=False)
+    p = run([*argv, "-###"], cwd=cwd, check=False, timeout=PROBE_TIMEOUT_S)
     lines = p.stdout.splitlines()
     jobs = [i for i, l in enumerate(lines) if l.startswith(' "')]
     return p.returncode != 0 or \
         all(i > 0 and lines[i - 1].strip() == "(in-process)" for i in jobs)
 
 
+def count_limit(estimate_s=None, src=None):
+    """The time limit of one count (a timing.Limit), from the estimate (CPU
+    seconds of the file's -E in the expansion run; None: unknown) and the
+    counter (`src`; default: this machine's)."""
+    if (src or source()[0]) == "perf":
+        return run_limit(estimate_s)
+    est = max(0.0, estimate_s or 0.0)
+    return Limit(max(COUNT_LIMIT_FLOOR_S, COUNT_LIMIT_FACTOR * est),
+                 f"max({COUNT_LIMIT_FLOOR_S} s, {COUNT_LIMIT_FACTOR} x {est:.1f} s "
+                 "of the file's -E CPU time in the expansion run), under QEMU")
+
+
 def count(argv, cwd, cc, timeout=None):
     """Count the instructions of argv (run from cwd). Returns
     {"instructions", "instructions_source", "count_s", "processes"}; the
-    command must succeed."""
+    command must succeed. timeout: a timing.Limit, or seconds; None:
+    count_limit() of an unknown estimate. A count that reaches it is
+    killed with its process group: TimedOut."""
     src, why = source()
     if src is None:
         raise KexpandError(f"no instruction counter: {why}", "infra")
+    if timeout is None:
+        timeout = count_limit(None, src)
+    elif not isinstance(timeout, Limit):
+        timeout = Limit(timeout, "given by the caller")
     prog = shutil.which(argv[0])
     if not prog:
         raise KexpandError(f"{argv[0]} not found on PATH", "infra")
@@ -120,8 +152,19 @@ def count(argv, cwd, cc, timeout=None):
             env = dict(os.environ, KX_ICOUNT_OUT=str(out),
                        KX_QEMU=shutil.which(QEMU), KX_ICOUNT_PLUGIN=str(PLUGIN))
         t0 = time.monotonic()
-        p = run(cmd, cwd=cwd, check=False, env=env, timeout=timeout,
-                what="instruction count")
+        try:
+            p = run(cmd, cwd=cwd, check=False, env=env, timeout=timeout.seconds,
+                    what="instruction count")
+        except KexpandError:
+            # with check=False, run() raises only for a missing program (at
+            # once) and for the timeout, after killing the process group
+            if time.monotonic() - t0 < timeout.seconds:
+                raise
+            raise TimedOut(f"not counted: the count was killed after "
+                           f"{timeout.seconds:g} s, its limit ({timeout.rule}); a "
+                           "hang is not a verdict on the code: not cached, "
+                           f"counted again on the next run: {shlex.join(argv)}") \
+                from None
         secs = time.monotonic() - t0
         if p.returncode != 0:
             tail = "\n".join(p.stdout.splitlines()[-10:])

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kbuild import kcmd
 from kbuild.proc import kill_group, pipe, spawn
-from kbuild.util import KexpandError
+from kbuild.util import KexpandError, atomic_write
 
 TOOLS = Path(__file__).resolve().parent.parent / "tools"
 OWN_TOOL = TOOLS / "kx-macros"
@@ -34,6 +34,15 @@ def _need(tool):
     if not tool.exists():
         raise KexpandError(f"{tool} missing: run 'make -C {TOOLS.parent.parent} "
                            f"bench/tools/{tool.name}'", "infra")
+
+
+def _json(tool, out):
+    """A tool's JSON output; anything else is the tool's failure (exit 5)."""
+    try:
+        return json.loads(out)
+    except ValueError as e:
+        raise KexpandError(f"{tool} wrote output that is not JSON ({e}): rebuild the "
+                           f"tools with 'make -C {TOOLS.parent.parent} all'", "infra")
 
 
 def _fail(what, cmd, rc, err):
@@ -54,7 +63,7 @@ def own_bytes(bdir, argv, hot_at):
         raise _fail("gcc -E -fdebug-cpp", cmd, prc, perr)
     if arc != 0:
         raise _fail("kx-macros", tool, arc, aerr)
-    return json.loads(out)
+    return _json("kx-macros", out)
 
 
 def prune(stacks, total, frac=STACK_MIN):
@@ -101,7 +110,7 @@ def run_stack_tool(bdir, flags, src, hot_at, folded=None, top=TOP):
         raise
     if p.returncode != 0:
         raise _fail("kx-macrostack", tool, p.returncode, err)
-    return json.loads(out)
+    return _json("kx-macrostack", out)
 
 
 def opaque_text(text, name, line):
@@ -172,7 +181,7 @@ def counterfactual(bdir, flags, src, hot_at, line_macros, line_bytes):
                 continue
             oflags, rel = ov
             (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
-            (Path(tmp) / rel).write_text(new)
+            atomic_write(Path(tmp) / rel, new)
             try:
                 d = run_stack_tool(bdir, oflags, src, hot_at, top=100_000)
             except KexpandError as e:       # e.g. the macro is also used in #if

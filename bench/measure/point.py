@@ -79,7 +79,10 @@ class PointMeasurement:
     def count_now(self, f, kind, key):
         self.req.progress.say(f"  counting instructions of {f} "
                               f"({'-E' if kind == 'time_E' else '-c'}, {self.name}, {self.cc})")
-        self.counts[f][kind] = cost.count_one(self.cache, key, self.bdir, f, self.cc, kind)
+        e = self.got.get((f, "expand"))
+        est = e.get("cpp_cpu_s", e.get("analyze_seconds")) if e else None
+        self.counts[f][kind] = cost.count_one(self.cache, key, self.bdir, f, self.cc,
+                                              kind, estimate_s=est)
 
     def attribute(self, f):
         self.req.progress.say(f"  attributing {f} to macros ({self.name}, {self.cc})")

@@ -17,6 +17,8 @@ from kbuild.util import KexpandError
 
 from .expansion import analyze, tree_path
 
+HOT_LINES = 5       # the hottest source lines kept per file (make check reports them)
+
 
 def compile_commands(tree, bdir):
     """compile_commands.json from the tree's own generator, C files only."""
@@ -25,7 +27,11 @@ def compile_commands(tree, bdir):
     if gen.exists():
         run(["/usr/bin/python3", str(gen), "-d", str(bdir), "-o", str(out),
              "--log_level", "ERROR"], cwd=bdir, what="gen_compile_commands.py")
-        entries = json.loads(out.read_text())
+        try:
+            entries = json.loads(out.read_text())
+        except ValueError as e:
+            raise KexpandError(f"{gen} wrote a {out.name} that is not JSON ({e})",
+                               "infra")
     else:   # a tree without the generator: read the .cmd files ourselves
         entries = []
         for cmd in bdir.rglob(".*.o.cmd"):
@@ -73,17 +79,18 @@ def measure_one(bdir, rel, argv):
     not preprocess is recorded as an error, not a failed scan."""
     t0 = time.monotonic()
     try:
-        a, _ = analyze(kcmd.preprocess_command(argv), bdir, top=1)
+        a, _ = analyze(kcmd.preprocess_command(argv), bdir, top=HOT_LINES)
     except KexpandError as e:
         if e.klass == "infra":
             raise
-        return rel, {"status": "error", "seconds": round(time.monotonic() - t0, 4)}
+        return rel, {"status": "error", "error": str(e)[-2000:],
+                     "seconds": round(time.monotonic() - t0, 4)}
     secs = time.monotonic() - t0
-    hot = a["top"][0] if a["top"] else None
+    hot = [{"at": f"{tree_path(t['file'])}:{t['line']}", "bytes": t["bytes"]}
+           for t in a["top"]]
     return rel, {"status": "ok", "bytes": a["bytes"], "lines": a["lines"],
                  "longest_line_bytes": a["longest_line_bytes"],
-                 "hot": {"at": f"{tree_path(hot['file'])}:{hot['line']}",
-                         "bytes": hot["bytes"]} if hot else None,
+                 "hot": hot[0] if hot else None, "hot_lines": hot,
                  "seconds": round(secs, 4)}
 
 
@@ -149,7 +156,7 @@ def input_key(bdir, rel, argv, memo):
 
 
 def scan_build(tree, bdir, mapper, workers, progress=None, known_seconds=None,
-               reuse=None):
+               reuse=None, entries=None):
     """Every C file the build in bdir compiled, through the analyzer.
     mapper([(rel, argv)]) -> {rel: result} runs measure_one on `workers`
     workers (dist.local_map on a Dask cluster whose workers share this
@@ -157,8 +164,10 @@ def scan_build(tree, bdir, mapper, workers, progress=None, known_seconds=None,
     commit; those files start first, longest first, so that one slow file
     (setup.c's 30 s at laight-v4) does not run alone at the end.
     reuse: (cache, compiler, compiler version): files whose inputs were
-    measured before take that measurement (input_key)."""
-    entries = compile_commands(tree, bdir)
+    measured before take that measurement (input_key). entries: the
+    [(rel, argv)] to measure in bdir instead of bdir's own (make check's
+    fast path: a prepared copy measured with its full build's commands)."""
+    entries = list(entries) if entries is not None else compile_commands(tree, bdir)
     known = known_seconds or {}
     entries.sort(key=lambda e: -known.get(e[0], 0.0))
     if not entries:

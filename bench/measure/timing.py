@@ -1,23 +1,43 @@
-"""Wall and CPU time of compile commands.
+"""Wall and CPU time of compile commands, timed by hyperfine.
 
 Series points and compare pairs are timed by interleaved(): the commands
 being compared alternate run by run, so that load drift on a shared
-machine lands on every side; each run's wall time, user + system CPU time
-and peak RSS come from wait4(2). hyperfine() remains for single commands
-(make bench-analyzer). Under hyperfine every timed run (warmup included) runs under `/usr/bin/time -a -o RSSFILE
--f %M`, so the peak RSS comes from the same runs as the times. hyperfine's
-exported result (raw samples, user and system time) is kept whole."""
+machine lands on every side. Each timed run is one hyperfine invocation
+(run_once: `hyperfine -N --runs 1 --warmup 0 ... -- '<the exact argv>'`,
+started from the command's directory), because hyperfine 1.15 exports
+every run's wall time but only the mean of user and system time: one run
+per invocation gives every run its own. What measures what:
+- hyperfine: each run's wall time and its user and system CPU time (its
+  getrusage(RUSAGE_CHILDREN) around the run: the compiler and the
+  subprocesses it waited for, cc1 and as under gcc); its JSON export is
+  kept whole in the record (`hyperfine`, one object per run).
+- wait4(2) on hyperfine: each run's peak RSS, the largest of hyperfine
+  and the processes it waited for, which is the compiler's (hyperfine
+  itself takes about 10 MB).
+- instructions are not counted here: bench/measure/icount.py (perf, or
+  QEMU with kx-icount).
+Every run has a time limit (run_limit: a generous multiple of what the
+expansion run took, with a floor); a run past it is killed with its whole
+process group and reported as an error of that file at that side.
+
+hyperfine() remains for single commands (make bench-analyzer): there every
+run (warmup included) runs under `/usr/bin/time -a -o RSSFILE -f %M`, so
+the peak RSS comes from the same runs as the times; hyperfine's exported
+result (raw samples, mean user and system time) is kept whole."""
 import json
 import os
+import re
+import select
 import shlex
 import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from kbuild.proc import kill_group, run, spawn
-from kbuild.util import KexpandError, log
+from kbuild.util import KexpandError
 
 GNU_TIME = "/usr/bin/time"
 OUTLIER_Z = 14.0      # hyperfine's threshold on the modified Z-score
@@ -102,38 +122,159 @@ def hyperfine(argv, cwd, runs, warmup=1, timeout=None):
         }
 
 
+# --- time limits ---------------------------------------------------------------
+
+# A timed run may take max(RUN_LIMIT_FLOOR_S, RUN_LIMIT_FACTOR x estimate),
+# the estimate being the CPU seconds of the file's preprocessor in the
+# expansion run (the slowest side's): -c costs a few times its -E, and a
+# loaded machine a few times more, so only a hang or a machine in trouble
+# reaches it.
+RUN_LIMIT_FLOOR_S = 600
+RUN_LIMIT_FACTOR = 20
+
+
+class Limit(NamedTuple):
+    """How long one run may take, and the rule that set it (both are named
+    in the error of a run that reaches it)."""
+    seconds: float
+    rule: str
+
+
+def run_limit(estimate_s=None):
+    """The limit of one timed run of a file's -E or -c, from the estimate
+    (CPU seconds of its -E in the expansion run; None: unknown)."""
+    est = max(0.0, estimate_s or 0.0)
+    return Limit(max(RUN_LIMIT_FLOOR_S, RUN_LIMIT_FACTOR * est),
+                 f"max({RUN_LIMIT_FLOOR_S} s, {RUN_LIMIT_FACTOR} x {est:.1f} s "
+                 "of the file's -E CPU time in the expansion run)")
+
+
+class TimedOut(KexpandError):
+    """A run (timed, or an instruction count) that reached its Limit and
+    was killed with its process group. Class "infra": a hang is not a
+    verdict on the code under test (a compiler ends on any input; a run 20
+    times slower than the file's own expansion says the machine or a tool
+    is in trouble), so it is never cached; the callers report it as an
+    error of that file at that side (timing.interleaved) or as a count not
+    made (cost.count_one), and the next run measures it again."""
+
+    def __init__(self, message):
+        super().__init__(message, "infra")
+
+
+def wait4_within(proc, seconds):
+    """wait4(2) on proc for at most `seconds`: (wait status, rusage), or
+    None when the time ran out (proc is then still running). Waits on a
+    pidfd (no polling); where the kernel or a seccomp filter refuses
+    pidfd_open, polls every 50 ms."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        fd = None
+    if fd is not None:
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            if not poller.poll(max(1, int(seconds * 1000))):
+                return None
+        finally:
+            os.close(fd)
+        _, status, ru = os.wait4(proc.pid, 0)
+        return status, ru
+    deadline = time.monotonic() + seconds
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            return status, ru
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
+
+
+# what hyperfine -i itself writes to stderr after a failed command
+HYPERFINE_NOTE = re.compile(r"^\s*(Warning: Ignoring non-zero exit code\.?)?\s*$")
+
+
+def stderr_tail(data, lines=10):
+    """The last lines of a run's stderr (the command's, then hyperfine's),
+    without hyperfine's note about the exit code it ignored."""
+    text = data.decode(errors="replace").splitlines()
+    while text and HYPERFINE_NOTE.match(text[-1]):
+        text.pop()
+    return "\n".join(text[-lines:])
+
+
+def hyperfine_argv(line, export):
+    """The hyperfine command of one timed run of the command line `line`
+    (shlex.join of its argv: with -N, hyperfine splits it with POSIX shell
+    quoting rules, the shell_words crate, and runs it without a shell).
+    -i: a failing command still gets its exit code exported; --output
+    inherit: the command's stdout and stderr go where hyperfine's go
+    (/dev/null and a file, as before hyperfine timed the runs)."""
+    return ["hyperfine", "-N", "--runs", "1", "--warmup", "0", "--style", "none",
+            "--ignore-failure", "--output", "inherit", "--export-json", str(export),
+            "--", line]
+
+
 # --- interleaved runs ---------------------------------------------------------
 
-def run_once(argv, cwd, timeout=None):
-    """One run of argv: wall seconds, and from wait4(2) the user and system
-    CPU seconds and peak RSS of the command and the children it waited for
-    (cc1 and as under gcc), as GNU time reports them."""
-    with tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        proc = spawn(argv, cwd=cwd, stdin=subprocess.DEVNULL,
-                     stdout=subprocess.DEVNULL, stderr=err)
-        try:
-            _, status, ru = os.wait4(proc.pid, 0)
-        except BaseException:
-            kill_group(proc)
-            raise
-        wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
+def run_once(argv, cwd, limit=None):
+    """One run of argv from cwd, timed by hyperfine (hyperfine_argv), in a
+    process group of its own (kbuild.proc.spawn). Returns wall, user and
+    system seconds (hyperfine's export: the command and the children it
+    waited for), peak RSS in kB (wait4 on hyperfine) and the export
+    (results[0]) itself. A command that fails is a "build" error with the
+    exit code hyperfine exported and the tail of its stderr; one that
+    reaches `limit` (a Limit; default run_limit()) is killed with its
+    process group (TimedOut); a command hyperfine cannot start (a missing
+    program) or a hyperfine that fails is "infra"."""
+    limit = limit or run_limit()
+    line = shlex.join(map(str, argv))
+    with tempfile.TemporaryDirectory(prefix="kx-time-") as tmp:
+        export = Path(tmp) / "hyperfine.json"
+        with open(Path(tmp) / "stderr", "w+b") as err:
+            proc = spawn(hyperfine_argv(line, export), cwd=cwd,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=err)
+            try:
+                done = wait4_within(proc, limit.seconds)
+            except BaseException:
+                kill_group(proc)
+                raise
+            if done is None:
+                kill_group(proc)
+                err.seek(0)
+                tail = stderr_tail(err.read())
+                raise TimedOut(f"timed run killed after {limit.seconds:g} s, its "
+                               f"limit ({limit.rule}); a hang is not a verdict on "
+                               f"the code: not cached, timed again on the next "
+                               f"run: {line}" + (f"\n{tail}" if tail else ""))
+            status, ru = done
+            proc.returncode = os.waitstatus_to_exitcode(status)
             err.seek(0)
-            tail = "\n".join(err.read().decode(errors="replace").splitlines()[-10:])
-            raise KexpandError(f"timed command failed (exit {proc.returncode}): "
-                               f"{shlex.join(argv)}\n{tail}", "build")
-    if timeout and wall > timeout:
-        log(f"warning: a timed run took {wall:.0f} s (over {timeout} s)")
-    return {"wall": wall, "user": ru.ru_utime, "system": ru.ru_stime,
-            "rss_kb": ru.ru_maxrss}
+            tail = stderr_tail(err.read())
+        if proc.returncode != 0:
+            raise KexpandError(f"hyperfine could not time the command (exit "
+                               f"{proc.returncode}): {line}\n{tail}", "infra")
+        try:
+            hf = json.loads(export.read_text())["results"][0]
+            code = hf["exit_codes"][0]
+            wall, user, system = hf["times"][0], hf["user"], hf["system"]
+        except (OSError, ValueError, LookupError, TypeError) as e:
+            raise KexpandError(f"hyperfine wrote no readable export ({e}): {line}",
+                               "infra")
+    if code != 0:
+        raise KexpandError(f"timed command failed (exit {code}): {line}\n{tail}",
+                           "build")
+    return {"wall": wall, "user": user, "system": system,
+            "rss_kb": ru.ru_maxrss, "hyperfine": hf}
 
 
 def summarize(samples, warmup, order):
     """The record of one command's timed runs (same fields as before the
     runs were interleaved: median_s, stddev_s, ... of wall time), plus CPU
-    time (user + system) per run and its median."""
+    time (user + system) per run and its median, and `hyperfine`: each
+    run's exported result, unchanged, in the order of the samples."""
     times = [s["wall"] for s in samples]
     cpu = [s["user"] + s["system"] for s in samples]
     r6 = lambda x: round(x, 6)       # noqa: E731
@@ -152,6 +293,7 @@ def summarize(samples, warmup, order):
                     "user": [r6(s["user"]) for s in samples],
                     "system": [r6(s["system"]) for s in samples],
                     "rss_kb": [s["rss_kb"] for s in samples]},
+        "hyperfine": [s["hyperfine"] for s in samples],
     }
 
 
@@ -166,9 +308,11 @@ def interleaved(sides, jobs, prepare, say=lambda s: None):
     """Run every job once per side per round, the sides alternating
     (round_order), until each job has its warmups and runs.
 
-    sides: labels; jobs: {key: (runs, warmup, command(side) -> (argv, cwd),
-    or None where the job has no command at that side)};
-    prepare(side) is called before a side's turn (a checkout). Returns
+    sides: labels; jobs: {key: (runs, warmup, command(side) -> (argv, cwd)
+    or (argv, cwd, Limit), or None where the job has no command at that
+    side)}; prepare(side) is called before a side's turn (a checkout).
+    Each run is run_once (hyperfine); a run that fails or reaches its limit
+    ends its (side, key), the others go on. Returns
     ({(side, key): summary}, {(side, key): error text})."""
     rounds = max((w + n for n, w, _ in jobs.values()), default=0)
     got, failed, orders = {}, {}, []
@@ -190,7 +334,7 @@ def interleaved(sides, jobs, prepare, say=lambda s: None):
                 try:
                     s = run_once(*cmd)
                 except KexpandError as e:
-                    if e.klass == "infra":
+                    if e.klass == "infra" and not isinstance(e, TimedOut):
                         raise
                     failed[(side, k)] = str(e)
                     continue

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import build, builddir
 from .proc import kill_group, run, spawn
-from .util import KexpandError, log
+from .util import KexpandError, atomic_write, log
 
 HERE = Path(__file__).resolve().parent.parent       # kernel-build/
 MODULE_SRC = HERE / "minmax-test"
@@ -103,7 +103,7 @@ def make_initramfs(tool, path, files):
         mode = "0755" if name == "init" else "0644"
         spec.append(f"file /{name} {Path(src).resolve()} {mode} 0 0")
     spec_file = Path(path).with_suffix(".spec")
-    spec_file.write_text("\n".join(spec) + "\n")
+    atomic_write(spec_file, "\n".join(spec) + "\n")
     tmp = Path(path).with_suffix(".part")
     with open(tmp, "wb") as out:
         run([str(tool), str(spec_file)], stdout=out, what="gen_init_cpio")

@@ -113,7 +113,8 @@ def retarget(src, dst):
     for f in hits.splitlines():
         path = Path(f)
         st = path.stat()
-        path.write_bytes(path.read_bytes().replace(old.encode(), new.encode()))
+        atomic_write(path, path.read_bytes().replace(old.encode(), new.encode()))
+        os.chmod(path, st.st_mode & 0o7777)
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
@@ -150,7 +151,7 @@ def seed(tree, bdir, compiler, want, full=False):
     # a time kept from an earlier checkout (kbuild.mtimes) would not
     if kept:
         mtimes.mark_changed(tree, build.commit_of(src), build.commit_of(bdir))
-    (bdir / SEEDED).write_text(src.name + "\n")
+    atomic_write(bdir / SEEDED, src.name + "\n")
     (bdir / CONFIG).touch()       # the next dir seeds from this one
     log(f"{bdir.name}: starts from a copy of {src.name} (same config and compiler)")
     return src.name
@@ -179,7 +180,7 @@ def configure(tree, bdir, compiler, config, seed_from_others=False, full=False):
     (bdir / CONFIG).unlink(missing_ok=True)   # half-configured: not this config
     margs = build.make_args(compiler)
     if config.kconfig:
-        (bdir / ".config").write_bytes(Path(config.kconfig).read_bytes())
+        atomic_write(bdir / ".config", Path(config.kconfig).read_bytes())
     else:
         run(["make", "-s", "-C", str(tree), f"O={bdir.name}", *margs,
              config.base], what=f"make {config.base}", klass="build")
@@ -255,3 +256,52 @@ def ensure_kernel(tree, bdir, compiler, config, jobs, seed_from_others=True):
     if b.ok:
         note_full_build(bdir, b.info)
     return b
+
+
+PREPARED = ".kexpand-prepared-from"
+KEEP_OBJECTS = ("scripts", "tools")     # host programs prepare would rebuild
+
+
+def _copy_without_objects(src, dst):
+    """src's tree of files, times kept, without the kernel's own objects
+    and images (the bulk of a build dir; scripts/ and tools/ keep theirs:
+    prepare needs those host programs)."""
+    skip = (".o", ".a", ".ko", ".mod.o", ".lto.o")
+    for root, dirs, files in os.walk(src):
+        rel = os.path.relpath(root, src)
+        top = rel.split(os.sep)[0]
+        out = os.path.join(dst, rel)
+        os.makedirs(out, exist_ok=True)
+        for name in files:
+            if top not in KEEP_OBJECTS and (name.endswith(skip) or name.startswith("vmlinux")
+                                            or name == "bzImage"):
+                continue
+            shutil.copy2(os.path.join(root, name), os.path.join(out, name),
+                         follow_symlinks=False)
+        shutil.copystat(root, out)
+
+
+def prepared_copy(tree, src, dst, compiler, config, jobs):
+    """A build dir for measuring the commit checked out with the compile
+    commands of another commit's full build (src): src's config, .cmd
+    files, generated headers and host tools, no objects, then `make
+    prepare` at this commit, so the generated headers are this commit's.
+    Made once per (src, dst); later calls only run prepare again (after
+    a checkout). Returns the BuildResult of prepare."""
+    src, dst = Path(src), Path(dst)
+    if not (dst / PREPARED).is_file() or (dst / PREPARED).read_text().strip() != src.name \
+            or config_hash(dst) != config.hash():
+        if dst.exists():
+            shutil.rmtree(dst)          # a kb-* dir of kexpand's own
+        log(f"{dst.name}: a copy of {src.name}'s configuration, commands and "
+            "generated headers, without objects (make prepare only)")
+        tmp = dst.with_name(dst.name + ".part")
+        shutil.rmtree(tmp, ignore_errors=True)
+        _copy_without_objects(src, tmp)
+        (tmp / BUILT).unlink(missing_ok=True)
+        (tmp / KERNEL).unlink(missing_ok=True)
+        tmp.rename(dst)
+        retarget(src, dst)
+        atomic_write(dst / PREPARED, src.name + "\n")
+    return build.build(tree, dst, compiler, ["prepare"], jobs, keep_going=False,
+                       seeded=True, config_hash=config.hash())

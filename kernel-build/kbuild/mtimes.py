@@ -18,7 +18,7 @@ files that differ between the two commits as new."""
 import os
 from pathlib import Path
 
-from .proc import run
+from .gitops import git
 from .util import atomic_write_json, read_json
 
 STORE = "kexpand-mtimes.json"      # in the tree's git dir, never in a commit
@@ -26,9 +26,7 @@ KEEP = 32       # commits remembered (a bisect of a user's tree visits many)
 
 
 def _git(tree, *args, check=True):
-    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1")
-    return run(["git", "-C", str(tree), *args], env=env, check=check,
-               what=f"git {args[0]}")
+    return git(tree, *args, check=check)
 
 
 def _changed(tree, a, b):

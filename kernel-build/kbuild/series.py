@@ -3,16 +3,17 @@ tarball into a git tree outside the repository, and apply every point's
 patches as commits with a tag per named point."""
 import email.utils
 import hashlib
-import os
 import re
 import shutil
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import mtimes
+from . import gitops, mtimes
+from .gitops import git
 from .proc import run
-from .util import KexpandError, REPO, log, atomic_write_json, read_json
+from .util import KexpandError, REPO, atomic_write, atomic_write_json, log, read_json
+from .workdir import TREE_MARK, is_own_tree
 
 SOURCE_PACKAGE = "linux-source-6.1"
 COMMITTER = ("kexpand", "kexpand@localhost")
@@ -178,14 +179,30 @@ def parse_patch(text):
         name, addr = email.utils.parseaddr(author)
     else:
         name, addr = author.strip(), ""
-    date = headers.get("date", BASE_DATE)
-    try:
-        date = email.utils.parsedate_to_datetime(date).isoformat()
-    except (TypeError, ValueError):
-        date = (date + "T12:00:00+00:00") if re.fullmatch(
-            r"\d{4}-\d\d-\d\d", date) else BASE_DATE
+    date = parse_date(headers.get("date"))
     body = "\n".join(msg).strip()
     return PatchMeta(f"{name or addr} <{addr}>", date, subject, body)
+
+
+def parse_date(text):
+    """A patch's Date: header as ISO 8601: a mail date (RFC 2822) or a plain
+    day (2024-07-26, as the seeds' commit dumps give it, taken at noon
+    UTC). A missing or unreadable date is refused: it is the author date
+    of the commit, so it decides the commit id."""
+    if not text:
+        raise KexpandError("patch has no Date: header (it decides the commit id); "
+                           "add one, for example 'Date: Mon, 18 Sep 2023 08:16:30 +0000'")
+    try:
+        d = email.utils.parsedate_to_datetime(text)
+        if d is not None and d.tzinfo is not None:
+            return d.isoformat()
+    except (TypeError, ValueError, IndexError):
+        pass
+    if re.fullmatch(r"\d{4}-\d\d-\d\d", text.strip()):
+        return text.strip() + "T12:00:00+00:00"
+    raise KexpandError(f"patch has a Date: header that cannot be read: {text!r}; "
+                       "give a mail date ('Mon, 18 Sep 2023 08:16:30 +0000') or a day "
+                       "('2024-07-26')")
 
 
 def hunk_at(patch_text, path, line):
@@ -208,13 +225,6 @@ def hunk_at(patch_text, path, line):
 
 # --- the git tree ------------------------------------------------------------
 
-def git(tree, *args, check=True, env=None, what=None):
-    full = dict(os.environ, **(env or {}))
-    full.setdefault("GIT_CONFIG_NOSYSTEM", "1")
-    return run(["git", "-C", str(tree), *args], check=check, env=full,
-               what=what or f"git {args[0]}")
-
-
 def git_env(author, date):
     name, _, addr = author.partition(" <")
     return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": addr.rstrip(">"),
@@ -235,12 +245,13 @@ def unpack_base(tree, tarball):
                            f"install {SOURCE_PACKAGE}' (make bench does it "
                            "when run as root)", "infra")
     tmp = tree.with_name(tree.name + ".unpacking")
-    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)      # kexpand's own, from a killed run
     tmp.mkdir(parents=True)
     log(f"unpacking {tarball} into {tree}")
     run(["tar", "-xf", str(tarball), "-C", str(tmp), "--strip-components=1"],
         what="unpacking the kernel tarball")
     git(tmp, "init", "-q")
+    atomic_write(gitops.git_dir(tmp) / TREE_MARK, "a tree kexpand unpacked\n")
     git(tmp, "config", "gc.auto", "0")
     git(tmp, "config", "core.abbrev", "12")
     # Debian's top-level .gitignore ignores '/*' (and the kernel's ignores
@@ -255,6 +266,9 @@ def unpack_base(tree, tarball):
         raise KexpandError(f"unpacked tree not fully committed: "
                            f"{untracked[:200]}", "infra")
     if tree.exists():
+        if not is_own_tree(tree):       # never delete what kexpand did not make
+            raise KexpandError(f"{tree} exists and is not a tree kexpand unpacked; "
+                               "move it away or use another KEXPAND_WORK")
         shutil.rmtree(tree)
     tmp.rename(tree)
     return version
@@ -268,7 +282,10 @@ def apply_patch(tree, patch):
     """Apply one patch file as one commit; on failure leave the tree clean
     and name the patch and hunk."""
     text = patch.read_text()
-    meta = parse_patch(text)
+    try:
+        meta = parse_patch(text)
+    except KexpandError as e:
+        raise KexpandError(f"patch {patch.name}: {e}")
     p = git(tree, "apply", "--index", "--check", str(patch), check=False)
     if p.returncode != 0:
         m = re.search(r"patch failed: (\S+):(\d+)", p.stdout)
@@ -305,6 +322,15 @@ def prepare(case, work, tarball, progress=None):
         git(tree, "tag", "packaged")
     else:
         version = (state or {}).get("package") or package_version()
+    with gitops.busy(tree, "prepare"):
+        commits, failures = _apply_points(case, tree, progress)
+    atomic_write_json(state_file, {"digest": digest, "package": version,
+                                   "commits": commits, "failures": failures})
+    return commits, failures, version
+
+
+def _apply_points(case, tree, progress=None):
+    """Every point's patches as commits on its parent, a tag per point."""
     base = next(p for p in case.points if p.base)
     commits, failures = {}, {}
     base_commit = git(tree, "rev-parse", "packaged^{commit}").stdout.strip()
@@ -332,18 +358,20 @@ def prepare(case, work, tarball, progress=None):
         commits[p.name] = git(tree, "rev-parse", "HEAD").stdout.strip()
         git(tree, "tag", "-f", p.name, commits[p.name])
     git(tree, "checkout", "-q", "--detach", base_commit)
-    atomic_write_json(state_file, {"digest": digest, "package": version,
-                                   "commits": commits, "failures": failures})
-    return commits, failures, version
+    return commits, failures
 
 
 def checkout(tree, commit):
     """Check out a commit (detached), keeping make's view of each commit's
-    files (kbuild.mtimes); refuses a dirty tree."""
+    files (kbuild.mtimes); repairs a tree a killed run left mid-checkout,
+    refuses one that someone else changed."""
+    if gitops.interrupted(tree):
+        gitops.repair(tree)
     if not tree_is_clean(tree):
         raise KexpandError(f"{tree} has uncommitted changes; kexpand will not "
                            "overwrite them. Reset it or remove it to re-prepare.",
                            "infra")
     cur = git(tree, "rev-parse", "HEAD").stdout.strip()
     if cur != commit:
-        mtimes.checkout(tree, cur, commit)
+        with gitops.busy(tree, f"checkout {commit[:12]}"):
+            mtimes.checkout(tree, cur, commit)

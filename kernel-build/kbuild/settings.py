@@ -59,6 +59,7 @@ class Request:
     range: tuple | None = None        # RANGE= (make track): (from or None, to)
     every: int = 1                    # EVERY= (make track)
     scan: bool = False                # SCAN=1 (make track)
+    full_build: bool = False          # FULL_BUILD=1 (make check: no fast path)
     max_commits: int = 2000           # MAX_COMMITS= (make track)
     top: int = 20
     repeat: int = 10
@@ -162,7 +163,8 @@ def from_env(command, args=None, env=None):
                                "address, for example DASK_SCHEDULER=tcp://10.0.0.5:8786")
         req.dask_scheduler = sched
     for key, envname in (("no_time", "NO_TIME"), ("no_boot", "NO_BOOT"),
-                          ("no_macros", "NO_MACROS"), ("scan", "SCAN")):
+                          ("no_macros", "NO_MACROS"), ("scan", "SCAN"),
+                          ("full_build", "FULL_BUILD")):
         v = args.get(key)
         if v is None:
             raw = (env.get(envname) or "").strip()
@@ -189,6 +191,10 @@ def _paths(req, env, args):
     req.tarball = Path(env.get("KEXPAND_TARBALL") or DEFAULT_TARBALL)
     check_path_setting("KEXPAND_WORK", req.work)
     check_path_setting("KEXPAND_RESULTS", req.results)
+    if re.search(r"[\s:]", str(req.work)):
+        # the build dirs live under it, and Kbuild takes no such path
+        raise KexpandError(f"KEXPAND_WORK={req.work}: Kbuild cannot build in a path "
+                           "with spaces or colons; give another work directory")
     if req.results == req.work or req.results.is_relative_to(req.work):
         raise KexpandError(f"KEXPAND_RESULTS={req.results} is inside the work "
                            f"directory {req.work}; give a results directory "
@@ -257,7 +263,8 @@ def _names(req, get):
     rng = get("range", "RANGE")
     if rng is not None:
         req.range = check_range("RANGE", rng.strip())
-    req.patches = split_list(get("patches", "PATCHES"))
+    # (paths: split on blanks only; a comma may be part of a file name)
+    req.patches = list(dict.fromkeys((get("patches", "PATCHES") or "").split()))
     if req.write_focus is not None:
         wf = Path(req.write_focus).expanduser()
         if wf.is_dir():

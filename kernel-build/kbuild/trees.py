@@ -1,18 +1,23 @@
 """Kernel trees kexpand measures: the packaged tree it prepared, or a
 user's git tree (KERNEL=), which is only ever read.
 
-A user's tree is used through a shared clone in the work directory
-(`git clone --shared --no-checkout`): objects come from the user's
-repository through alternates, checkouts and build directories happen in
-the clone. Nothing is written to the user's repository: no worktree
-entry, no ref, no index or HEAD change, no bisect state."""
+A user's tree is used through a clone of kexpand's own in the work
+directory that borrows the user's objects (objects/info/alternates, as
+`git clone --shared` does, also for a shallow repository, where `git
+clone` would copy every object): checkouts and build directories happen
+in the clone. Refs and files are looked up in the user's repository
+before any clone is made, and errors name the user's paths. Nothing is
+written to the user's repository: no worktree entry, no ref, no index
+or HEAD change, no bisect state."""
 import hashlib
 import os
+import re
 import shutil
 from pathlib import Path
 
+from . import gitops
 from .proc import run
-from .util import KexpandError, log
+from .util import KexpandError, atomic_write, log
 
 
 def _git_ro(repo, *args):
@@ -51,35 +56,68 @@ def _clone_usable(clone):
         for rev in ("HEAD^{commit}", "HEAD^{tree}"))
 
 
-def user_clone(user_top, work):
-    """The shared clone of a user's tree in the work directory; made again
-    when it no longer reads (the user's history was rewritten and pruned)."""
+def clone_path(user_top, work):
+    """Where the clone of a user's tree lives: a name Kbuild can take (no
+    spaces or make syntax, whatever the user's directory is called)."""
     h = hashlib.sha256(str(user_top).encode()).hexdigest()[:12]
-    clone = Path(work) / "trees" / f"{Path(user_top).name}-{h}"
+    name = re.sub(r"[^A-Za-z0-9_.+-]", "_", Path(user_top).name)[:40] or "tree"
+    return Path(work) / "trees" / f"{name}-{h}"
+
+
+def _common_dir(top):
+    p = _git_ro(top, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    return Path(p.stdout.strip())
+
+
+def user_clone(user_top, work):
+    """The clone of a user's tree in the work directory, borrowing its
+    objects; made again when it no longer reads (the user's history was
+    rewritten and pruned). Starts at the user's HEAD commit."""
+    clone = clone_path(user_top, work)
     if clone.exists() and not _clone_usable(clone):
-        log(f"the shared clone {clone} no longer reads (was {user_top}'s "
-            "history rewritten and garbage-collected?); cloning it again")
+        log(f"the clone {clone} no longer reads (was {user_top}'s "
+            "history rewritten and garbage-collected?); making it again")
         shutil.rmtree(clone)
     if not clone.exists():
-        clone.parent.mkdir(parents=True, exist_ok=True)
-        log(f"making a shared clone of {user_top} in {clone} (the original "
-            "is only read)")
-        run(["git", "clone", "-q", "--shared", "--no-checkout",
-             str(user_top), str(clone)], what="git clone --shared")
-        run(["git", "-C", str(clone), "config", "gc.auto", "0"])
-        run(["git", "-C", str(clone), "checkout", "-q", "--detach", "HEAD"],
-            what="checkout in the clone")
+        head = resolve(user_top, "HEAD")
+        tmp = clone.with_name(clone.name + ".new")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        log(f"making a clone of {user_top} in {clone} that borrows its objects "
+            "(the original is only read)")
+        gitops.git(tmp.parent, "init", "-q", tmp.name)
+        common = _common_dir(user_top)
+        atomic_write(tmp / ".git/objects/info/alternates", f"{common / 'objects'}\n")
+        if (common / "shallow").is_file():      # a shallow clone's boundary
+            atomic_write(tmp / ".git/shallow", (common / "shallow").read_bytes())
+        gitops.git(tmp, "config", "gc.auto", "0")
+        with gitops.busy(tmp, "checkout"):
+            gitops.git(tmp, "checkout", "-q", "--detach", head,
+                       what=f"checkout of {user_top}'s HEAD in the clone")
+        tmp.rename(clone)
     return clone
 
 
 def resolve(repo, ref):
-    """A commit id for `ref` in `repo` (read-only), or a user error."""
-    p = _git_ro(repo, "rev-parse", "-q", "--verify", f"{ref}^{{commit}}")
+    """A commit id for `ref` in `repo` (read-only), or a user error; in a
+    shallow repository the error says where its history stops."""
+    p = _git_ro(repo, "rev-parse", "-q", "--verify", "--end-of-options",
+                f"{ref}^{{commit}}")
     if p.returncode != 0 or not p.stdout.strip():
         tags = _git_ro(repo, "tag", "--sort=-creatordate").stdout.split()[:12]
         hint = f"; tags include: {', '.join(tags)}" if tags else ""
+        if _git_ro(repo, "rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+            n = _git_ro(repo, "rev-list", "--count", "HEAD").stdout.strip()
+            hint = (f"; {repo} is a shallow clone whose history stops after {n} "
+                    "commit(s) from HEAD: deepen it (git fetch --deepen=100, or "
+                    "--unshallow) to reach older refs") + hint
         raise KexpandError(f"unknown ref '{ref}' in {repo}{hint}")
     return p.stdout.strip()
+
+
+def has_file(repo, commit, path):
+    """`path` is a file of `commit` in `repo` (read-only)."""
+    return _git_ro(repo, "cat-file", "-e", f"{commit}:{path}").returncode == 0
 
 
 def subject(repo, commit):

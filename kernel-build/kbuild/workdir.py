@@ -46,7 +46,7 @@ def unknown_entries(work):
     return sorted(n for n in os.listdir(work) if not _known(n))
 
 
-def check_entries(work):
+def check_entries(work, adopt=True):
     """Refuse (exit 2) a work directory with entries kexpand did not make;
     adopt one that holds only kexpand's (an older kexpand made it)."""
     bad = unknown_entries(work)
@@ -59,7 +59,7 @@ def check_entries(work):
             f"{', '.join(bad[:8])}{' ...' if len(bad) > 8 else ''}. kexpand never "
             "deletes what it did not make; give an empty or new directory, for "
             "example KEXPAND_WORK=~/.cache/kexpand", "user")
-    if not (Path(work) / MARKER).exists():
+    if adopt and not (Path(work) / MARKER).exists():
         atomic_write_json(Path(work) / MARKER, {"kexpand": 1})
 
 
@@ -163,6 +163,7 @@ def lock(work):
     work = Path(work)
     try:
         work.mkdir(parents=True, exist_ok=True)
+        check_entries(work, adopt=False)    # before the lock file is made in it
         fd = os.open(work / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
         raise KexpandError(f"work directory {work} is not usable: {e.strerror}; "

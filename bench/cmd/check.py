@@ -1,0 +1,183 @@
+"""make check PATCHES=<mbox | dir | patch files> [BASE=] [KERNEL=] [CC=]
+[THRESHOLD=]: does a posted series blow up any file the build compiles,
+which patch did it, on which line, through which macro? Also
+`make check KERNEL=<tree> A=<ref> B=<ref>` for a series already committed.
+
+Steps (each cached: checking the next version of a series pays for its
+tip only): the series is applied with `git am` in kexpand's own tree
+(the user's is only read); every C file of the base's build is scanned at
+the base (a full build, once) and at the tip (measure/seriescheck.py:
+the fast path without a full build where the series leaves every compile
+command alone); files that grew past THRESHOLD are followed through every
+patch of the series, with their hottest lines, macros and the
+instruction count of -c. Writes results/check/<series>/check.json and
+check.csv; compare.py draws report.txt and report.md from them. Exit 1
+when a file regressed (README, "Exit codes")."""
+import shlex
+import sys
+import time
+
+from kbuild import build, mbox, trees, workdir
+from kbuild.gitops import git
+from kbuild.settings import parse_growth
+from kbuild.util import EXIT_REGRESSION, KexpandError, atomic_write, atomic_write_json, log
+
+from .. import results
+from ..measure import dist, seriescheck as sc
+from ..measure.cache import Cache
+from .inputs import make_command, open_tree
+from .scan import scan_point
+
+CHECK_COLUMNS = ["file", "compiler", "verdict", "bytes_base", "bytes_tip", "growth_bytes",
+                 "change", "longest_line_base", "longest_line_tip", "hot_tip"]
+
+
+def plan(req, case):
+    """Everything checked before any work: the series (or A..B), the
+    threshold, the compilers and where the report goes."""
+    if req.patches and (req.a or req.b):
+        raise KexpandError("give PATCHES= (with BASE=) or A= and B= (a series already "
+                           "committed in KERNEL=), not both")
+    if not req.patches and not (req.a and req.b):
+        raise KexpandError("give the series: make check PATCHES=<mbox, directory or "
+                           "patch files> [BASE=<ref>], or make check KERNEL=<tree> "
+                           "A=<base ref> B=<tip ref>")
+    if req.a and req.base:
+        raise KexpandError("BASE= goes with PATCHES=; with A= and B=, A is the base")
+    posted = mbox.read_series(req.patches) if req.patches else None
+    ratio = parse_growth(req.threshold) if req.threshold else sc.DEFAULT_RATIO
+    base_ref = req.a or req.base or ("HEAD" if req.kernel else "packaged")
+    name = req.name or (posted.slug if posted else
+                        f"{results.safe_name(req.a)}..{results.safe_name(req.b)}")
+    ident = dict(results.identity(req, files=False), series=name, base=base_ref)
+    out = req.results / "check" / (results.safe_name(name) + results.identity_tag(
+        req, files=False))
+    results.claim_dir(out, ident)
+    return posted, ratio, base_ref, name, out, ident
+
+
+def series_commits(req, tree, repo, posted, base, name):
+    """[(n, subject, commit)] of the series, applied (PATCHES=) or read
+    (A..B) in kexpand's own tree; the tip is the last."""
+    if posted:
+        with req.split.timed("builds"):
+            done = mbox.apply_series(tree, base, posted)
+        git(tree, "update-ref", f"refs/kexpand/check/{results.safe_name(name)}",
+            done[-1][1])
+        return [(i + 1, p.subject, c) for i, (p, c) in enumerate(done)]
+    tip = trees.resolve(repo, req.b)
+    revs = git(tree, "rev-list", "--first-parent", "--reverse", f"{base}..{tip}").stdout.split()
+    if not revs:
+        raise KexpandError(f"B={req.b} has no commits on top of A={req.a}: nothing to check")
+    return [(i + 1, trees.subject(repo, c), c) for i, c in enumerate(revs)]
+
+
+def cmd_check(req, case):
+    posted, ratio, base_ref, name, out, ident = plan(req, case)
+    cc_list = req.compilers if req.compilers_given else ["gcc"]
+    t0 = time.monotonic()
+    with workdir.lock(req.work):
+        tree, repo, package, (base,) = open_tree(req, case, [base_ref])
+        commits = series_commits(req, tree, repo, posted, base, name)
+        tip = commits[-1][2]
+        reason = "FULL_BUILD=1" if req.full_build else sc.full_build_reason(tree, base, tip)
+        log(f"series {name}: {len(commits)} patch(es) on {base_ref} ({base[:12]}); "
+            + (f"the tip gets a full build: {reason}" if reason else
+               "no Makefile, Kconfig or generator changes: the tip is measured with "
+               "the base's compile commands after make prepare (no full build)"))
+        req.progress.total = 2 * len(cc_list)
+        config = build.case_config(req, case)
+        per_cc = {}
+        with dist.client(req) as client:
+            for cc in cc_list:
+                per_cc[cc] = check_compiler(req, case, tree, client, config, base, commits,
+                                            cc, reason is not None, ratio, base_ref)
+        rec = record(req, name, posted, base_ref, base, commits, repo, package, config,
+                     per_cc, ratio, reason, ident, time.monotonic() - t0)
+        atomic_write_json(out / "check.json", rec)
+        atomic_write(out / "check.csv", results.csv_text(CHECK_COLUMNS, [
+            dict(r, compiler=cc) for cc, d in per_cc.items() for r in d["rows"]]))
+    flagged = [(cc, r) for cc, d in per_cc.items() for r in d["regressions"]]
+    for cc, r in flagged:
+        print(f"REGRESSION {r['file']} ({cc}): {r['bytes_base']:,} -> {r['bytes_tip']:,} "
+              f"bytes ({r['change']:+.1%})")
+    print(f"{len(flagged)} regression(s) over {ratio - 1:.0%}; report: {out}")
+    return EXIT_REGRESSION if flagged else 0
+
+
+def check_compiler(req, case, tree, client, config, base, commits, cc, full, ratio,
+                   base_ref):
+    """Base and tip of one compiler, then the details of what regressed."""
+    cache = Cache(req.work)
+    ccver, chash = build.compiler_version(cc), config.hash()
+    scan_base = scan_point(req, case, tree, client, cache, config, base_ref, base, cc)
+    tip = commits[-1][2]
+    tipdir = sc.TipDir(req, tree, base, tip, cc, config, full)
+    req.progress.step(f"tip {tip[:12]} / {cc}")
+    key = cache.scan_key(tip, cc, ccver, chash) + ("" if full else f"-fast-{base[:12]}")
+    scan_tip = cache.get(key)
+    if scan_tip is None:
+        with req.split.timed("builds"):
+            b = tipdir.ready_at(tip)
+        entries = None if full else scanfiles_entries(tree, tipdir.base_dir)
+        with req.split.timed("expansion"):
+            scan_tip = sc.scanfiles.scan_build(
+                tree, tipdir.dir, lambda todo: dist.local_map(client, tipdir.dir, todo,
+                                                               req.progress),
+                dist.n_workers(client), req.progress, reuse=(cache, cc, ccver),
+                entries=entries)
+        scan_tip["build"] = b.info if full else {"prepare_s": round(b.seconds, 1)}
+        cache.put(key, scan_tip)
+    rows = sc.compare(scan_base, scan_tip, ratio)
+    regs = [r for r in rows if r["verdict"] == "regression"]
+    better = [r for r in rows if r["verdict"] == "improvement"]
+    log(f"{cc}: {len(rows)} files, {sum(r['verdict'] != 'same' for r in rows)} changed, "
+        f"{len(regs)} over the threshold, {len(better)} improved "
+        f"({scan_tip['n_reused']} unchanged since measured)")
+    if regs:
+        from .checkdetail import explain
+        explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cache)
+    return {"rows": rows, "regressions": regs, "improvements": better,
+            "scan_base": _scan_meta(scan_base), "scan_tip": _scan_meta(scan_tip),
+            "compiler_version": ccver}
+
+
+def scanfiles_entries(tree, bdir):
+    return sc.scanfiles.compile_commands(tree, bdir)
+
+
+def _scan_meta(s):
+    return {k: s.get(k) for k in ("n_files", "n_ok", "n_measured", "n_reused",
+                                  "total_bytes", "scan_seconds", "workers", "build")}
+
+
+def record(req, name, posted, base_ref, base, commits, repo, package, config, per_cc,
+           ratio, reason, ident, seconds):
+    """check.json (README, "make check results")."""
+    pre = {p.subject: p.prefix.text for p in posted.patches} if posted else {}
+    n = len(commits)
+    return {
+        "schema": 1, "kind": "kexpand.check", "name": name,
+        "series": {"subject": posted.name if posted else f"{req.a}..{req.b}",
+                   "version": posted.version if posted else None,
+                   "key": mbox.series_key(posted) if posted else None,
+                   "sources": [str(s) for s in posted.sources] if posted else [],
+                   "patches": [{"n": i, "of": n, "subject": s, "commit": c,
+                                "prefix": pre.get(s, "")} for i, s, c in commits]},
+        "base": {"ref": base_ref, "commit": base, "subject": trees.subject(repo, base)
+                 if not posted or req.kernel else trees.subject(repo, base)},
+        "tip": {"commit": commits[-1][2]}, "tree": str(repo), "package": package,
+        "config": config.describe(),
+        "compilers": {cc: d["compiler_version"] for cc, d in per_cc.items()},
+        "threshold": {"ratio": ratio, "given": req.threshold,
+                      "min_growth_bytes": sc.MIN_GROWTH},
+        "path": "full" if reason else "fast", "path_reason": reason,
+        "verdict": "regression" if any(d["regressions"] for d in per_cc.values()) else "ok",
+        "results": {cc: {k: d[k] for k in ("regressions", "improvements", "scan_base",
+                                           "scan_tip")} for cc, d in per_cc.items()},
+        "seconds": round(seconds, 1), "split_s": {k: round(v, 1) for k, v in
+                                                  req.split.report()[1].items()},
+        "identity": ident, "command": shlex.join(sys.argv),
+        "make_command": make_command(req),
+        "host": results.header("kexpand.check", "", "", "", "", "", "")["host"],
+        "date": results.header("kexpand.check", "", "", "", "", "", "")["date"]}

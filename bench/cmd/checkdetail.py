@@ -1,0 +1,138 @@
+"""make check, the files that regressed: which patch grew each one (its
+bytes at every commit of the series), its hottest lines at the base and
+the tip (from the scans, with the statements' text), and for the worst
+file the macros (gcc: own bytes at base and tip; clang: inclusive bytes
+and the top expansion stack at the tip) and the instruction count of -c
+at base and tip for the worst few. The tree is checked out once per
+phase (tip, the series' commits, base); the exact work of a phase runs
+JOBS at a time."""
+from kbuild import build, builddir, kcmd, series
+from kbuild.gitops import git
+from kbuild.proc import run_jobs
+from kbuild.util import KexpandError, log
+
+from ..measure import macros
+from ..measure import seriescheck as sc
+from ..measure.expansion import measure_file, statement
+
+
+def text_at(tree, commit, at):
+    """The statement at 'path:line' in `commit` ('' where unknown)."""
+    path, _, line = (at or "").rpartition(":")
+    if not path or path.startswith(("<", "./")) or not line.isdigit():
+        return ""
+    p = git(tree, "show", f"{commit}:{path}", check=False)
+    return statement(p.stdout, int(line)) if p.returncode == 0 else ""
+
+
+def explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cache):
+    """Fill each regression row in place (see README, "make check results")."""
+    tip = commits[-1][2]
+    subjects = [s for _, s, _ in commits]
+    files = [r["file"] for r in regs]
+    worst, top = regs[0], regs[:sc.COUNT_TOP]
+    base_dir = tipdir.base_dir
+    for r in regs:      # the scan kept each side's hottest lines: add their text
+        r["hot_lines_tip"] = [dict(h, source=text_at(tree, tip, h["at"]))
+                              for h in r["hot_lines_tip"]]
+
+    # the tip: its dir is ready (the scan just used it)
+    req.progress.say(f"  the tip: macros of {worst['file']}, -c counts of {len(top)} file(s)")
+    tipdir.ready_at(tip)
+    jobs = [(_count, (r, "tip", req, cache, tip, tipdir.dir, cc, ccver, chash)) for r in top]
+    if not req.no_macros:
+        jobs.append((_macros, (worst, "tip", req, cache, tip, tipdir.dir, cc, ccver, chash)))
+    _run(req, jobs)
+    if not req.no_macros and cc == "gcc":
+        _clang_stack(req, case, tree, tip, worst, cache)
+
+    # every commit of the series: which patch grew each file
+    if len(commits) > 1:
+        steps = sc.per_patch(req, case, tipdir, [c for _, _, c in commits], files,
+                             req.progress)
+    else:
+        steps = {f: [] for f in files}
+    for r in regs:
+        best, seq = sc.grew_most(r["bytes_base"], steps[r["file"]], r["bytes_tip"], subjects)
+        r["per_patch"] = seq
+        r["grew_most"] = best
+
+    # the base
+    req.progress.say(f"  the base: macros of {worst['file']}, -c counts of {len(top)} file(s)")
+    series.checkout(tree, base)
+    jobs = [(_count, (r, "base", req, cache, base, base_dir, cc, ccver, chash)) for r in top]
+    if not req.no_macros:
+        jobs.append((_macros, (worst, "base", req, cache, base, base_dir, cc, ccver, chash)))
+    _run(req, jobs)
+    for r in regs:
+        r["hot_lines_base"] = [dict(h, source=text_at(tree, base, h["at"]))
+                               for h in r["hot_lines_base"]]
+    if cc == "gcc" and not req.no_macros and worst.get("macros_tip", {}).get("status") == "ok":
+        worst["macros_grew"] = macros.changes(
+            (worst.get("macros_base") or {}).get("macros", []),
+            worst["macros_tip"]["macros"], "own_bytes")
+
+
+def _run(req, jobs):
+    failed = {}
+    with req.split.timed("expansion, macros, counts"):
+        run_jobs(jobs, req.jobs, failed)
+    for row_id, e in failed.items():
+        log(f"warning: {e['error']}")
+
+
+def _count(row, side, req, cache, commit, bdir, cc, ccver, chash):
+    """-c instructions of a file at one side (cached)."""
+    req.progress.say(f"  counting instructions of {row['file']} (-c, {side}, {cc})")
+    try:
+        c = sc.count_c(req, cache, commit, bdir, row["file"], cc, ccver, chash)
+    except KexpandError as e:
+        if e.klass == "infra":
+            raise
+        c = {"instructions": None, "instructions_note": str(e)[:300]}
+    row.setdefault("instructions", {})[side] = {
+        k: c.get(k) for k in ("instructions", "instructions_source", "count_s",
+                              "instructions_note") if k in c}
+
+
+def _macros(row, side, req, cache, commit, bdir, cc, ccver, chash):
+    """gcc's own bytes per macro (or clang's inclusive bytes) of a file."""
+    req.progress.say(f"  attributing {row['file']} to macros ({side}, {cc})")
+    key = cache.macros_key(commit, cc, ccver, chash, row["file"])
+    m = cache.get(key)
+    if m is None:
+        e = measure_file(bdir, row["file"])
+        m = macros.measure(bdir, row["file"], cc, e)
+        if m.get("status") != "error":
+            cache.put(key, m)
+    row[f"macros_{side}"] = m
+
+
+def _clang_stack(req, case, tree, tip, row, cache):
+    """clang's inclusive bytes and the top expansion stack of the worst
+    file at the tip: its object built in a clang dir of the tip (only that
+    object: Kbuild prepares what it needs), then kx-macrostack."""
+    config = build.case_config(req, case)
+    f = row["file"]
+    bdir = build.build_dir(tree, tip, "clang")
+    ccver = build.compiler_version("clang")
+    key = cache.macros_key(tip, "clang", ccver, config.hash(), f)
+    m = cache.get(key)
+    if m is None:
+        req.progress.say(f"  clang: building {f} at the tip for its expansion stacks")
+        if not builddir.built(bdir, config.hash(), [f]):
+            with req.split.timed("builds"):
+                b = builddir.build_objects(tree, bdir, "clang", config, [kcmd.obj_of(f)],
+                                           req.jobs)
+            if not b.ok:
+                row["clang"] = {"status": "error", "error": b.log_tail[-1000:]}
+                return
+        with req.split.timed("expansion, macros, counts"):
+            e = measure_file(bdir, f)
+            m = macros.measure(bdir, f, "clang", e)
+        if m.get("status") != "error":
+            cache.put(key, m)
+    hot = m.get("hot_line") or {}
+    row["clang"] = {"status": m.get("status"), "macros": (m.get("macros") or [])[:10],
+                    "hot_line": {k: hot.get(k) for k in ("at", "bytes_est", "macros",
+                                                         "stacks") if k in hot}}

@@ -1,0 +1,187 @@
+"""What make check measures about a series (bench/cmd/check.py drives it):
+every C file of the base's build at the base and at the tip, then, for the
+files that grew past the threshold, where and how.
+
+The fast path. A series that changes no Makefile, Kbuild or Kconfig file,
+no script or header generator and adds or removes no C file leaves every
+file's compile command as it was: the tip is measured in a prepared copy
+of the base's build dir (builddir.prepared_copy: the base's config, .cmd
+files and host tools, no objects, `make prepare` at the tip, so the
+generated headers are the tip's) with the base's commands. Files whose
+inputs did not change keep their measurement (scanfiles.input_key). The
+integration tests check that every file's bytes equal what a full build
+of the tip gives. Otherwise (or with FULL_BUILD=1) the tip gets a full
+build, seeded from the base's, and is scanned with its own commands."""
+import re
+
+from kbuild import build, builddir, kcmd, series
+from kbuild.gitops import git
+from kbuild.util import KexpandError
+
+from . import cost, macros, scanfiles
+from .expansion import measure_file
+
+# a file whose growth is under this many bytes is never a regression,
+# whatever its ratio (a 10 kB file that grows 20%)
+MIN_GROWTH = 16 * 1024
+DEFAULT_RATIO = 1.10        # THRESHOLD=10%
+COUNT_TOP = 3               # -c instruction counts for the worst files
+# what a series may change and keep the base's compile commands
+FULL_BUILD = re.compile(
+    r"(^|/)(Makefile[^/]*|Kbuild[^/]*|Kconfig[^/]*|[^/]*\.mk)$|^scripts/|^tools/"
+    r"|^arch/[^/]+/(tools|configs|entry/syscalls)/|^usr/|\.(tbl|sh|py|pl|awk|sed)$")
+
+
+def full_build_reason(tree, base, tip):
+    """Why the tip needs a full build (None: the fast path will do)."""
+    out = git(tree, "diff", "--name-status", "--no-renames", base, tip).stdout
+    for line in out.splitlines():
+        status, _, path = line.partition("\t")
+        if status[:1] in "AD" and path.endswith(".c"):
+            return f"the series {'adds' if status[0] == 'A' else 'removes'} {path}"
+        if FULL_BUILD.search(path):
+            return f"the series changes {path}"
+    return None
+
+
+def verdict(bytes_base, bytes_tip, ratio):
+    """regression, improvement, changed or same."""
+    if bytes_tip == bytes_base:
+        return "same"
+    if bytes_tip - bytes_base >= MIN_GROWTH and bytes_tip > bytes_base * ratio:
+        return "regression"
+    if bytes_base - bytes_tip >= MIN_GROWTH and bytes_base > bytes_tip * ratio:
+        return "improvement"
+    return "changed"
+
+
+def compare(scan_base, scan_tip, ratio):
+    """Rows for every C file of the base or tip build, worst growth first."""
+    rows = []
+    fa, fb = scan_base["files"], scan_tip["files"]
+    for f in sorted(set(fa) | set(fb)):
+        a, b = fa.get(f), fb.get(f)
+        ok_a, ok_b = bool(a and a["status"] == "ok"), bool(b and b["status"] == "ok")
+        row = {"file": f, "bytes_base": a["bytes"] if ok_a else None,
+               "bytes_tip": b["bytes"] if ok_b else None,
+               "longest_line_base": a["longest_line_bytes"] if ok_a else None,
+               "longest_line_tip": b["longest_line_bytes"] if ok_b else None,
+               "hot_tip": (b.get("hot") or {}).get("at") if ok_b else None,
+               "hot_lines_base": a.get("hot_lines") or [] if ok_a else [],
+               "hot_lines_tip": b.get("hot_lines") or [] if ok_b else []}
+        if ok_a and ok_b:
+            row["growth_bytes"] = b["bytes"] - a["bytes"]
+            row["change"] = round(b["bytes"] / a["bytes"] - 1, 6) if a["bytes"] else None
+            row["verdict"] = verdict(a["bytes"], b["bytes"], ratio)
+        else:
+            row["growth_bytes"], row["change"] = None, None
+            row["verdict"] = ("new" if not a else "gone" if not b else
+                              "error at base" if not ok_a else "error at tip")
+        rows.append(row)
+    rows.sort(key=lambda r: (-(r["growth_bytes"] or 0), r["file"]))
+    return rows
+
+
+class TipDir:
+    """Where the tip (and each commit of the series) is measured: a
+    prepared copy of the base's build dir measured with the base's
+    commands (fast), or the tip's own full build (full)."""
+
+    def __init__(self, req, tree, base, tip, cc, config, full):
+        self.req, self.tree, self.cc, self.config = req, tree, cc, config
+        self.base_dir = build.build_dir(tree, base, cc)
+        self.dir = build.build_dir(tree, tip, cc)
+        self.full = full
+        self.entries = None        # the commands measured (fast path)
+
+    def ready_at(self, commit):
+        """Check out `commit` and make the dir's generated headers its own."""
+        series.checkout(self.tree, commit)
+        if self.full:
+            b = builddir.ensure_kernel(self.tree, self.dir, self.cc, self.config,
+                                       self.req.jobs)
+        else:
+            b = builddir.prepared_copy(self.tree, self.base_dir, self.dir, self.cc,
+                                       self.config, self.req.jobs)
+        if not b.ok:
+            raise KexpandError(f"{'building' if self.full else 'make prepare in'} "
+                               f"{self.dir.name} failed at {commit[:12]}:\n{b.log_tail}",
+                               "build")
+        return b
+
+    def command(self, f):
+        """f's compile command: the base's (fast) or the tip's own."""
+        return kcmd.compile_command(self.base_dir if not self.full else self.dir, f)
+
+
+def per_patch(req, case, tipdir, commits, files, progress):
+    """{file: [bytes at commit 1, ..., N-1]} (the tip is the scan's), the
+    fast path walking the series in the tip's dir with make prepare at each
+    commit; the full path measuring each commit like make compare does."""
+    from .point import measure_point
+    out = {f: [] for f in files}
+    for i, c in enumerate(commits[:-1]):
+        progress.say(f"  patch {i + 1}/{len(commits)}: {len(files)} file(s) at {c[:12]}")
+        if tipdir.full:
+            rec = measure_point(req, case, tipdir.tree, c[:12], c, tipdir.cc, files)
+            for f in files:
+                out[f].append(rec["files"][f].get("expanded_bytes"))
+            continue
+        tipdir.ready_at(c)
+        res = dict(_map_measure(req, tipdir.dir, [(f, tipdir.command(f)) for f in files]))
+        for f in files:
+            out[f].append(res[f].get("bytes") if res[f]["status"] == "ok" else None)
+    return out
+
+
+def _map_measure(req, bdir, todo):
+    """measure_one for each (file, argv), JOBS at a time."""
+    from kbuild.proc import run_jobs
+    got, failed = {}, {}
+
+    def one(f, argv):
+        got[f] = scanfiles.measure_one(bdir, f, argv)[1]
+    run_jobs([(one, (f, argv)) for f, argv in todo], req.jobs, failed)
+    for f, e in failed.items():
+        got[f] = {"status": "error", "error": e["error"]}
+    return got.items()
+
+
+def grew_most(base_bytes, steps, tip_bytes, patches):
+    """The patch with the largest ratio of growth (1-based), and every
+    step as (n, bytes, ratio to the step before)."""
+    seq = [base_bytes] + list(steps) + [tip_bytes]
+    out, best = [], None
+    for n in range(1, len(seq)):
+        a, b = seq[n - 1], seq[n]
+        r = round(b / a, 4) if a and b is not None else None
+        out.append({"patch": n, "subject": patches[n - 1], "bytes": b, "ratio": r})
+        if r is not None and r > 1 and (best is None or r > best["ratio"]):
+            best = out[-1]
+    return best, out
+
+
+def details(req, side_dir, f, cc, cache_key, cache, attribute=True):
+    """A flagged file at one side (tree already there): its hottest lines
+    (the analyzer, top 5, with the statements' text) and, if `attribute`,
+    its macros (gcc: own bytes; clang: inclusive bytes and stacks)."""
+    e = measure_file(side_dir, f)
+    out = {"hot_lines": e["hot_lines"], "bytes": e["expanded_bytes"],
+           "longest_line_bytes": e["longest_line_bytes"]}
+    if attribute:
+        m = cache.get(cache_key) if cache_key else None
+        if m is None:
+            m = macros.measure(side_dir, f, cc, e)
+            if m.get("status") != "error" and cache_key:
+                cache.put(cache_key, m)
+        out["macros"] = m
+    return out
+
+
+def count_c(req, cache, commit, bdir, f, cc, ccver, chash):
+    """The instruction count of f's -c at one side (cached)."""
+    what, v = cost.count_plan(req, cache, commit, cc, ccver, chash, f, "time_c", 0)
+    if what == "have":
+        return v
+    return cost.count_one(cache, v, bdir, f, cc, "time_c")
+

@@ -1,0 +1,177 @@
+"""The report of a make check, from its check.json: report.txt (plain
+text, 72 columns, shaped like the kernel test robot's regression mails:
+a subject, what was tested, a base | %change | tip table, the details of
+each file, a reproduce block) and report.md (the same in Markdown, for
+the page). Pure functions from the record to text."""
+import textwrap
+
+WIDTH = 72
+
+
+def pct(change):
+    return "n/a" if change is None else f"{change:+.1%}"
+
+
+def n(v):
+    return "-" if v is None else f"{v:,}"
+
+
+def ratio(a, b):
+    return f"x{b / a:.2f}" if a and b is not None else ""
+
+
+def short(s, width):
+    s = " ".join((s or "").split())
+    return s if len(s) <= width else s[:width - 3] + "..."
+
+
+def regressions(rec):
+    """[(compiler, row)] of every regression, the worst growth first."""
+    out = [(cc, r) for cc, d in rec["results"].items() for r in d["regressions"]]
+    return sorted(out, key=lambda x: -(x[1]["growth_bytes"] or 0))
+
+
+def improvements(rec):
+    out = [(cc, r) for cc, d in rec["results"].items() for r in d["improvements"]]
+    return sorted(out, key=lambda x: x[1]["growth_bytes"] or 0)
+
+
+def subject(rec):
+    regs = regressions(rec)
+    what = f'"{short(rec["series"]["subject"], 48)}"'
+    if rec["series"].get("version") and rec["series"]["version"] > 1:
+        what += f" v{rec['series']['version']}"
+    if not regs:
+        return f"[kexpand] no expansion regression in {what}"
+    cc, r = regs[0]
+    more = f" (+{len(regs) - 1} more)" if len(regs) > 1 else ""
+    return (f"[kexpand] {r['file']}: -E {pct(r['change'])}{more} with {what}")
+
+
+def header(rec):
+    s = rec["series"]
+    p = s["patches"]
+    scans = next(iter(rec["results"].values()))
+    lines = [
+        f"series:   {short(s['subject'], WIDTH - 10)}",
+        f"          {len(p)} patch(es) on {rec['base']['ref']}"
+        + (" (git am)" if s.get("key") else " (committed)"),
+        f"base:     {rec['base']['commit'][:12]} (\"{short(rec['base']['subject'], 44)}\")",
+        f"tip:      {rec['tip']['commit'][:12]} (\"{short(p[-1]['subject'], 44)}\")",
+        f"tree:     {short(rec['package'], WIDTH - 10)}",
+        f"config:   {short(rec['config'], WIDTH - 10)}",
+    ]
+    for cc, ver in rec["compilers"].items():
+        lines.append(f"compiler: {short(ver, WIDTH - 10)}")
+    t = rec["threshold"]
+    lines.append(f"measured: {n(scans['scan_base']['n_files'])} C files at base, "
+                 f"{n(scans['scan_tip']['n_files'])} at tip; threshold "
+                 f"+{t['ratio'] - 1:.0%} and {t['min_growth_bytes'] // 1024} KiB")
+    lines.append(f"tip path: {'full build' if rec['path'] == 'full' else 'make prepare and the base commands'}"
+                 + (f" ({short(rec['path_reason'], 40)})" if rec.get("path_reason") else ""))
+    return lines
+
+
+def table(rows):
+    out = ["            base         %change             tip",
+           "---------------- --------------- ----------------"]
+    for cc, r in rows:
+        out.append(f"{r['bytes_base']:>16,} {pct(r['change']):>15} {r['bytes_tip']:>16,}  "
+                   f"{r['file']}" + (f" ({cc})" if cc != "gcc" else ""))
+    return out
+
+
+def details(cc, r):
+    out = [f"{r['file']} ({cc}): {n(r['bytes_base'])} -> {n(r['bytes_tip'])} bytes "
+           f"({ratio(r['bytes_base'], r['bytes_tip'])})",
+           f"  longest line: {n(r['longest_line_base'])} -> {n(r['longest_line_tip'])} bytes"]
+    if r.get("grew_most"):
+        g = r["grew_most"]
+        out.append(f"  grew most at patch {g['patch']} ({'x%.2f' % g['ratio']}): "
+                   f"{short(g['subject'], WIDTH - 34)}")
+    if r.get("per_patch"):
+        out.append("  bytes after each patch:")
+        for s in r["per_patch"]:
+            tag = f"x{s['ratio']:.2f}" if s.get("ratio") else ""
+            out.append(f"    {s['patch']:>2} {n(s['bytes']):>14} {tag:>7}  "
+                       f"{short(s['subject'], WIDTH - 32)}")
+    for side in ("tip", "base"):
+        hot = r.get(f"hot_lines_{side}") or []
+        if hot:
+            out.append(f"  hottest lines at the {side}:")
+            for h in hot[:3]:
+                out.append(f"    {h['at']}  {n(h['bytes'])} bytes")
+                if h.get("source"):
+                    out += textwrap.wrap(h["source"], WIDTH - 6, initial_indent="      ",
+                                         subsequent_indent="      ",
+                                         break_on_hyphens=False)[:3]
+    grew = r.get("macros_grew")
+    if grew:
+        out.append("  macros whose own bytes (gcc) changed most, base -> tip:")
+        for label, a, b in grew[:6]:
+            out.append(f"    {short(label, 30):30} {n(a):>14} -> {n(b):>14}")
+    clang = r.get("clang") or {}
+    hl = clang.get("hot_line") or {}
+    if hl.get("stacks"):
+        out.append(f"  clang, the widest expansion stacks of {hl.get('at')} at the tip:")
+        for stack, b in hl["stacks"][:3]:
+            chain = stack.split(";", 1)[-1] if ";" in stack else stack
+            out.append(f"    {short(chain, WIDTH - 22):50} {n(b):>14}")
+    ins = r.get("instructions") or {}
+    a, b = (ins.get("base") or {}).get("instructions"), (ins.get("tip") or {}).get("instructions")
+    if a and b:
+        out.append(f"  instructions of -c ({(ins['tip'].get('instructions_source') or '')}): "
+                   f"{a / 1e9:.2f} G -> {b / 1e9:.2f} G ({ratio(a, b)})")
+    return out
+
+
+def report_txt(rec):
+    regs, better = regressions(rec), improvements(rec)
+    out = [f"Subject: {subject(rec)}", "", "Hello,", ""]
+    if regs:
+        cc, r = regs[0]
+        out += textwrap.wrap(
+            f"kexpand noticed a {pct(r['change'])} regression of the preprocessed "
+            f"size (-E bytes) of {r['file']}"
+            + (f" and {len(regs) - 1} more file(s)" if len(regs) > 1 else "")
+            + " with this series:", WIDTH)
+    else:
+        out += textwrap.wrap("kexpand found no file whose preprocessed size grew past "
+                             "the threshold with this series:", WIDTH)
+    out += [""] + header(rec) + [""]
+    if regs:
+        out += table(regs) + [""]
+    if better:
+        out.append("improvements (not regressions):")
+        out += table(better[:10]) + [""]
+    if regs:
+        out += ["Details are as below:", "-" * WIDTH, ""]
+        for cc, r in regs:
+            out += details(cc, r) + [""]
+    out += ["reproduce:", f"        {rec['make_command']}", ""]
+    return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+def report_md(rec):
+    regs, better = regressions(rec), improvements(rec)
+    out = [f"# make check: {rec['series']['subject']}", "",
+           f"**{subject(rec)[10:]}**", "", "```", *header(rec), "```", ""]
+    if regs:
+        out += ["| file | compiler | base bytes | change | tip bytes | grew most at |",
+                "|---|---|---:|---:|---:|---|"]
+        for cc, r in regs:
+            g = r.get("grew_most") or {}
+            out.append(f"| `{r['file']}` | {cc} | {n(r['bytes_base'])} | {pct(r['change'])} "
+                       f"| {n(r['bytes_tip'])} | "
+                       + (f"patch {g['patch']} (x{g['ratio']:.2f})" if g else "") + " |")
+        out.append("")
+    if better:
+        out += ["Improvements:", "", "| file | compiler | base bytes | change | tip bytes |",
+                "|---|---|---:|---:|---:|"]
+        out += [f"| `{r['file']}` | {cc} | {n(r['bytes_base'])} | {pct(r['change'])} "
+                f"| {n(r['bytes_tip'])} |" for cc, r in better[:20]]
+        out.append("")
+    for cc, r in regs:
+        out += [f"## {r['file']} ({cc})", "", "```", *details(cc, r)[1:], "```", ""]
+    out += ["reproduce:", "", f"    {rec['make_command']}", ""]
+    return "\n".join(out)
