@@ -113,8 +113,8 @@ def details(cc, r):
     clang = r.get("clang") or {}
     hl = clang.get("hot_line") or {}
     if hl.get("stacks"):
-        out.append(f"  clang, the widest expansion stacks of {hl.get('at')} at the tip:")
-        for stack, b in hl["stacks"][:3]:
+        out.append(f"  clang, widest expansion stacks of {short(hl.get('at'), 34)} (tip):")
+        for stack, b in sorted(hl["stacks"], key=lambda sb: -sb[1])[:3]:
             chain = stack.split(";", 1)[-1] if ";" in stack else stack
             out.append(f"    {short(chain, WIDTH - 22):50} {n(b):>14}")
     ins = r.get("instructions") or {}
@@ -127,7 +127,11 @@ def details(cc, r):
 
 def report_txt(rec):
     regs, better = regressions(rec), improvements(rec)
-    out = [f"Subject: {subject(rec)}", "", "Hello,", ""]
+    # the subject folded as a mail header is (RFC 5322: a line that
+    # goes on starts with a blank), so the text stays within 72 columns
+    out = textwrap.wrap(f"Subject: {subject(rec)}", WIDTH, subsequent_indent=" ",
+                        break_on_hyphens=False, break_long_words=False)
+    out += ["", "Hello,", ""]
     if regs:
         cc, r = regs[0]
         out += textwrap.wrap(
@@ -148,8 +152,27 @@ def report_txt(rec):
         out += ["Details are as below:", "-" * WIDTH, ""]
         for cc, r in regs:
             out += details(cc, r) + [""]
-    out += ["reproduce:", f"        {rec['make_command']}", ""]
+    out += ["reproduce:"] + reproduce(rec["make_command"]) + [""]
     return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+def reproduce(command):
+    """The make line, one argument per line (shell continuations) where it
+    does not fit: only an argument longer than a line (a path) goes over."""
+    import shlex
+    line = f"        {command}"
+    if len(line) <= WIDTH:
+        return [line]
+    words = shlex.split(command)
+    out, cur = [], "        " + shlex.join(words[:2])
+    for w in words[2:]:
+        q = shlex.quote(w)
+        if len(cur) + 1 + len(q) + 2 > WIDTH:
+            out.append(cur + " \\")
+            cur = "          " + q
+        else:
+            cur += " " + q
+    return out + [cur]
 
 
 def report_md(rec):

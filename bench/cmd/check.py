@@ -26,6 +26,7 @@ from .. import results
 from ..measure import dist, seriescheck as sc
 from ..measure.cache import Cache
 from .inputs import make_command, open_tree
+from .checkdetail import explain
 from .scan import scan_point
 
 CHECK_COLUMNS = ["file", "compiler", "verdict", "bytes_base", "bytes_tip", "growth_bytes",
@@ -134,9 +135,16 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
     log(f"{cc}: {len(rows)} files, {sum(r['verdict'] != 'same' for r in rows)} changed, "
         f"{len(regs)} over the threshold, {len(better)} improved "
         f"({scan_tip['n_reused']} unchanged since measured)")
-    if regs:
-        from .checkdetail import explain
-        explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cache)
+    if regs:         # the details, cached: the same series again costs nothing
+        dkey = cache.check_key(base, [c for _, _, c in commits], cc, ccver, chash,
+                               "full" if full else "fast", [r["file"] for r in regs])
+        got = cache.get(dkey)
+        if got and isinstance(got.get("regressions"), list) and \
+                [r["file"] for r in got["regressions"]] == [r["file"] for r in regs]:
+            regs = got["regressions"]
+        else:
+            explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cache)
+            cache.put(dkey, {"regressions": regs})
     return {"rows": rows, "regressions": regs, "improvements": better,
             "scan_base": _scan_meta(scan_base), "scan_tip": _scan_meta(scan_tip),
             "compiler_version": ccver}

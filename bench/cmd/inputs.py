@@ -4,7 +4,7 @@ its report goes, and the make line that reproduces it."""
 import re
 import shlex
 import shutil
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from kbuild import series, trees
 from kbuild.proc import missing_tool
@@ -104,10 +104,17 @@ def file_slug(f):
 
 
 def make_command(req):
-    """The `make` line a user can paste to reproduce this run."""
-    parts = ["make", req.command]
+    """The `make` line a user can paste to reproduce this run: the
+    variables this target takes (kbuild.checks.TARGETS) that were set."""
+    from kbuild.checks import COMMON, TARGETS
+    target = {"bisect-step": "bisect"}.get(req.command, req.command)
+    takes = COMMON | TARGETS.get(target, set())
+    parts = ["make", target]
     for var, val in (("CASE", None if req.case == "minmax" else req.case),
                      ("KERNEL", req.kernel), ("A", req.a), ("B", req.b),
+                     ("PATCHES", " ".join(str(Path(p).expanduser().resolve())
+                                          for p in req.patches) or None),
+                     ("BASE", req.base), ("NAME", req.name),
                      ("FILE", req.file), ("GOOD", req.good), ("BAD", req.bad),
                      ("THRESHOLD", req.threshold),
                      ("FILES", " ".join(req.files) or None),
@@ -116,7 +123,18 @@ def make_command(req):
                      ("CONFIG", None if req.config_base == "tinyconfig" else req.config_base),
                      ("KCONFIG", req.kconfig), ("RUNS", req.runs),
                      ("NO_TIME", "1" if req.no_time else None),
-                     ("NO_MACROS", "1" if req.no_macros else None)):
-        if val is not None:
+                     ("NO_MACROS", "1" if req.no_macros else None),
+                     ("FULL_BUILD", "1" if req.full_build else None),
+                     ("RANGE", _range_text(req.range)),
+                     ("EVERY", req.every if req.every != 1 else None),
+                     ("SCAN", "1" if req.scan else None)):
+        if val is not None and var in takes:
             parts.append(f"{var}={val}")
     return shlex.join(parts)
+
+
+def _range_text(rng):
+    if not rng:
+        return None
+    a, b = rng
+    return f"{a}..{b}" if a else b

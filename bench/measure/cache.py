@@ -16,6 +16,7 @@ ANALYZER_VERSION = "2"
 SCAN_VERSION = "3"
 MACROS_VERSION = "3"
 COST_VERSION = "1"
+CHECK_VERSION = "1"     # what make check's details hold
 # Interleaved timings only (group_time_key): 2 since each run is timed by
 # hyperfine (before: kexpand's own wait4 loop), so that timings of the two
 # timers are never mixed in one group. Instruction counts keep COST_VERSION:
@@ -68,6 +69,13 @@ class Cache:
         """One file of a scan, by the hash of everything its -E output
         depends on (bench/scan.py input_key), whatever the commit."""
         return self._key(cc, ccver, inputs, "scanfile", ANALYZER_VERSION, SCAN_VERSION)
+
+    def check_key(self, base, commits, cc, ccver, chash, path, files):
+        """The details make check found for the files that regressed from
+        base through the series' commits (bench/cmd/checkdetail.py)."""
+        return self._key(base, commits, cc, ccver, chash, path, sorted(files), "check",
+                         ANALYZER_VERSION, SCAN_VERSION, MACROS_VERSION, COST_VERSION,
+                         CHECK_VERSION)
 
     def scan_key(self, commit, cc, ccver, chash):
         return self._key(commit, cc, ccver, chash, "scan", ANALYZER_VERSION, SCAN_VERSION)

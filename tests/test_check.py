@@ -1,0 +1,220 @@
+"""make check on the fake kernel tree (tests/fakelinux): a posted series
+(an mbox with a cover letter, as git format-patch writes it) against
+every C file the fake build compiles; the report, the exit codes, the
+threshold, a patch that does not apply, a series already committed in a
+user's tree, the full-build path and the cache. Real make, git and gcc."""
+import json
+import subprocess
+
+import pytest
+
+from test_faults import FAKE, fake  # noqa: F401
+from test_hostile import code, errors, mk, out
+
+SETUP = "arch/x86/xen/setup.c"
+CALLS = 300     # min3() calls patch 2/3 adds: setup.c grows past 16 KiB
+
+
+def mail(n, total, subject, body, diff, day=18):
+    return (f"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+            f"From: A Developer <a@example.org>\nDate: Mon, {day} Sep 2023 08:16:30 +0000\n"
+            f"Subject: [PATCH v2 {n}/{total}] {subject}\n\n{body}\n---\n{diff}\n-- \n2.39.5\n\n")
+
+
+COVER = ("From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+         "From: A Developer <a@example.org>\nDate: Mon, 18 Sep 2023 08:00:00 +0000\n"
+         "Subject: [PATCH v2 0/3] minmax: make min3() safer\n\nThe series.\n\n")
+
+COMMENT_DIFF = """diff --git a/include/linux/kernel.h b/include/linux/kernel.h
+--- a/include/linux/kernel.h
++++ b/include/linux/kernel.h
+@@ -1,2 +1,3 @@
+ /* fakelinux */
++/* kernel */
+ #include <linux/minmax.h>"""
+
+ONCE_DIFF = """diff --git a/include/linux/minmax.h b/include/linux/minmax.h
+--- a/include/linux/minmax.h
++++ b/include/linux/minmax.h
+@@ -2,7 +2,8 @@
+ #ifndef _LINUX_MINMAX_H
+ #define _LINUX_MINMAX_H
+ 
+-#define __cmp(x, y, op)	((x) op (y) ? (x) : (y))
++#define __cmp(x, y, op)	({ typeof(x) __a = (x); typeof(y) __b = (y); \\
++	(void)(&__a == &__b); __a op __b ? __a : __b; })
+ #define min(x, y)	__cmp(x, y, <)
+ #define max(x, y)	__cmp(x, y, >)
+ #define min3(x, y, z)	min((typeof(x))min(x, y), z)"""
+
+
+def calls_diff():
+    lines = "".join(f"+\textra_pages += min3(max_pfn, {i}UL, max_pages);\n" for i in range(CALLS))
+    return (f"diff --git a/{SETUP} b/{SETUP}\n--- a/{SETUP}\n+++ b/{SETUP}\n"
+            f"@@ -6,4 +6,{4 + CALLS} @@\n"
+            " \textra_pages = min3(2 * min(max_pfn, 1UL << 40),\n"
+            " \t\t\t   extra_pages, max_pages - max_pfn);\n"
+            + lines + " \treturn extra_pages;\n }")
+
+
+def series_mbox(path, patches, cover=True):
+    text = (COVER if cover else "") + "".join(mail(i + 1, len(patches), s, "Why.", d, 18 + i)
+                           for i, (s, d) in enumerate(patches))
+    path.write_text(text.replace("0/3", f"0/{len(patches)}"))
+    return path
+
+
+BAD_SERIES = [("kernel.h: a comment", COMMENT_DIFF),
+              ("xen: more min3() calls", calls_diff()),
+              ("minmax: evaluate once", ONCE_DIFF)]
+
+
+def check(env, **kw):
+    return mk(env, "check", CASE="fake", **kw)
+
+
+def test_a_series_that_blows_up_a_file_is_exit_1_with_a_report(fake, tmp_path):
+    base, env = fake
+    mbox = series_mbox(tmp_path / "v2.mbox", BAD_SERIES)
+    p = check(env, PATCHES=mbox, BASE="before")
+    assert code(p) == 1, out(p)
+    assert f"REGRESSION {SETUP} (gcc)" in p.stdout
+    [d] = (base / "results/check").iterdir()
+    assert d.name == "minmax-make-min3-safer-v2"
+    rec = json.loads((d / "check.json").read_text())
+    assert rec["verdict"] == "regression" and rec["path"] == "fast"
+    [r] = rec["results"]["gcc"]["regressions"]
+    assert r["file"] == SETUP and r["bytes_tip"] > r["bytes_base"] + 16 * 1024
+    # the patch that grew it most, and its bytes after every patch
+    assert r["grew_most"]["patch"] == 2 and r["grew_most"]["subject"] == "xen: more min3() calls"
+    steps = [s["bytes"] for s in r["per_patch"]]
+    assert steps[0] == r["bytes_base"] and steps[-1] == r["bytes_tip"] and steps[1] > steps[0]
+    assert r["hot_lines_tip"][0]["at"].startswith(SETUP + ":")
+    assert "min3" in r["hot_lines_tip"][0]["source"]
+    assert r["macros_tip"]["status"] == "ok" and r["macros_grew"]
+    assert r["instructions"]["tip"]["instructions"] > r["instructions"]["base"]["instructions"]
+    # the report: a robot-style mail, 72 columns, a reproduce block
+    txt = (d / "report.txt").read_text()
+    assert txt.startswith(f"Subject: [kexpand] {SETUP}: -E +")
+    assert txt.splitlines()[1].startswith(" ")           # a folded header
+    # within 72 columns, but for an argument of the reproduce block that
+    # is itself longer (a path: a shell line cannot break inside it)
+    assert all(len(line) <= 72 or " " not in line.strip().rstrip(" \\")
+               for line in txt.splitlines()), txt
+    assert "            base         %change             tip" in txt
+    assert "grew most at patch 2" in txt and "reproduce:" in txt
+    assert "make check CASE=fake \\\n" in txt and f"PATCHES={mbox}" in txt
+    assert (d / "report.md").exists()
+    csv = (d / "check.csv").read_text().splitlines()
+    assert csv[0].startswith("file,compiler,verdict,bytes_base,bytes_tip")
+    assert csv[1].startswith(f"{SETUP},gcc,regression,")
+    # the same series again: nothing is built or measured again
+    again = check(env, PATCHES=mbox, BASE="before")
+    assert code(again) == 1
+    assert "building" not in again.stderr and "PREPARE" not in again.stderr, again.stderr
+
+
+def test_a_comment_only_series_is_exit_0(fake, tmp_path):
+    base, env = fake
+    mbox = series_mbox(tmp_path / "c.mbox", [("kernel.h: a comment", COMMENT_DIFF)])
+    p = check(env, PATCHES=mbox, BASE="before")
+    assert code(p) == 0, out(p)
+    txt = next((base / "results/check").glob("*/report.txt")).read_text()
+    assert "no expansion regression" in txt.splitlines()[0]
+
+
+def test_threshold_decides(fake, tmp_path):
+    base, env = fake
+    mbox = series_mbox(tmp_path / "v2.mbox", BAD_SERIES)
+    assert code(check(env, PATCHES=mbox, BASE="before", THRESHOLD="100000%")) == 0
+    p = check(env, PATCHES=mbox, BASE="before", THRESHOLD="ten")
+    assert code(p) == 2 and "THRESHOLD=" in errors(p), out(p)
+
+
+def test_a_patch_that_does_not_apply_is_exit_3_naming_it(fake, tmp_path):
+    base, env = fake
+    stale = ONCE_DIFF.replace("#define _LINUX_MINMAX_H\n", "#define NOT_THERE\n")
+    mbox = series_mbox(tmp_path / "s.mbox", [("kernel.h: a comment", COMMENT_DIFF),
+                                            ("minmax: stale", stale)])
+    p = check(env, PATCHES=mbox, BASE="before")
+    assert code(p) == 3, out(p)
+    assert "patch 2/2" in errors(p) and "include/linux/minmax.h" in errors(p), out(p)
+    assert not (base / "results/check").exists() or \
+        not list((base / "results/check").glob("*/check.json"))
+
+
+def test_bad_input_is_refused_before_any_work(fake, tmp_path):
+    base, env = fake
+    p = check(env, PATCHES=tmp_path / "nope.mbox")
+    assert code(p) == 2 and "nope.mbox" in errors(p), out(p)
+    p = check(env)
+    assert code(p) == 2 and "PATCHES=" in errors(p), out(p)
+    assert not (base / "work").exists()
+
+
+def user_tree(path):
+    subprocess.run(["cp", "-a", FAKE, path], check=True)
+    g = lambda *a: subprocess.run(["git", "-C", path, "-c", "user.name=t", "-c",  # noqa: E731
+                                   "user.email=t@t", *a], check=True, capture_output=True)
+    g("init", "-q")
+    g("add", "-A")
+    g("commit", "-qm", "base")
+    return g
+
+
+def test_a_committed_series_in_a_users_tree_and_its_improvement(fake, tmp_path):
+    """A=..B= in KERNEL=: the commits between are the series. Reverting
+    the growth is an improvement, listed, and exit 0; the tree is only read."""
+    base, env = fake
+    user = tmp_path / "user"
+    g = user_tree(user)
+    mbox = series_mbox(tmp_path / "v2.mbox", BAD_SERIES, cover=False)
+    g("am", "-q", str(mbox))
+    g("revert", "--no-edit", "HEAD~1")
+    from kbuild import trees
+    snap = trees.snapshot(user)
+    p = check(env, KERNEL=user, A="HEAD~1", B="HEAD")
+    assert code(p) == 0, out(p)
+    assert trees.snapshot(user) == snap
+    [d] = (base / "results/check").iterdir()
+    rec = json.loads((d / "check.json").read_text())
+    assert [r["file"] for r in rec["results"]["gcc"]["improvements"]] == [SETUP]
+    assert "improvements (not regressions):" in (d / "report.txt").read_text()
+    p = check(env, KERNEL=user, A="HEAD~3", B="HEAD~1")
+    assert code(p) == 1, out(p)
+
+
+def test_a_makefile_change_takes_the_full_build_path_with_the_same_bytes(fake, tmp_path):
+    base, env = fake
+    mk_diff = ("diff --git a/mm/compaction.c b/mm/compaction.c\n--- a/mm/compaction.c\n"
+               "+++ b/mm/compaction.c\n@@ -1,3 +1,4 @@\n+/* a comment */\n"
+               " #include <linux/minmax.h>\n \n"
+               " unsigned long fast_find(unsigned long pfn, unsigned long start)")
+    mbox = series_mbox(tmp_path / "v2.mbox", BAD_SERIES + [("mm: a comment", mk_diff)])
+    fast = check(env, PATCHES=mbox, BASE="before")
+    assert code(fast) == 1, out(fast)
+    full = check(env, PATCHES=mbox, BASE="before", FULL_BUILD=1, NAME="full")
+    assert code(full) == 1, out(full)
+    assert "the tip gets a full build: FULL_BUILD=1" in full.stderr
+    rows = {}
+    for name in ("minmax-make-min3-safer-v2", "full"):
+        csv = (base / "results/check" / name / "check.csv").read_text().splitlines()
+        rows[name] = sorted(l.split(",")[:5] for l in csv[1:])
+    assert rows["full"] == rows["minmax-make-min3-safer-v2"]
+    # a series that changes a Makefile: the full build, and it says why
+    make_diff = ("diff --git a/Makefile b/Makefile\n--- a/Makefile\n+++ b/Makefile\n"
+                 "@@ -1,3 +1,4 @@\n+# a comment\n"
+                 + "".join(" " + l + "\n" for l in
+                           (FAKE / "Makefile").read_text().splitlines()[:3]))
+    mbox2 = series_mbox(tmp_path / "m.mbox", [("kbuild: a comment", make_diff.rstrip())])
+    p = check(env, PATCHES=mbox2, BASE="before")
+    assert code(p) == 0, out(p)
+    assert "the tip gets a full build: the series changes Makefile" in p.stderr
+
+
+@pytest.mark.parametrize("bad", ["A=x", "B=x"])
+def test_half_a_range_is_refused(fake, bad):
+    base, env = fake
+    k, v = bad.split("=")
+    p = check(env, **{k: v})
+    assert code(p) == 2, out(p)
