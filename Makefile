@@ -48,10 +48,11 @@ T := bench/tools
 TOOLS := $(T)/kx-analyze $(T)/kx-macros $(T)/kx-macrostack $(T)/kx-icount.so
 all: $(TOOLS)
 
-$(T)/kx-analyze: $(T)/kx-analyze.c $(T)/kx-json.h
+$(T)/kx-analyze: $(T)/kx-analyze.c $(T)/kx-json.h $(T)/kx-marker.h
 	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ $<
 
-$(T)/kx-macros: $(T)/kx-macros.c $(T)/kx-srcmap.c $(T)/kx-srcmap.h $(T)/kx-json.h
+$(T)/kx-macros: $(T)/kx-macros.c $(T)/kx-srcmap.c $(T)/kx-srcmap.h $(T)/kx-json.h \
+		$(T)/kx-marker.h
 	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ $(T)/kx-macros.c $(T)/kx-srcmap.c
 
 # a QEMU TCG plugin (user mode): instruction counts where perf has no PMU

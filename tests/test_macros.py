@@ -8,6 +8,7 @@ TWICE's 7 body characters reach the output (own 21), QUAD's own are
 "(", "-", "1", ")" (4), the source's are "return", four "y" and ";" (11),
 and the rest is 10 spaces and the newline (11)."""
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -80,6 +81,54 @@ def test_unreadable_headers_are_not_claimed(tmp_path):
     assert d["bytes"] == plain_bytes()
 
 
+def test_line_without_macros_lists_none():
+    """fixture.c:3 (`int f(int y)`) has no macro bytes; its row listed the
+    whole file's macros (a line with no per-macro array was taken for the
+    file)."""
+    l3 = own("-l", "fixture.c:3")["lines"][0]
+    assert l3["bytes"] == len("int f(int y)\n")
+    assert (l3["macro_bytes"], l3["n_macros"], l3["macros"]) == (0, 0, [])
+
+
+def tool(data, *args, cwd=None):
+    p = subprocess.run([str(macros.OWN_TOOL), *args], input=data, cwd=cwd,
+                       capture_output=True)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_short_marker_after_a_long_one(tmp_path):
+    """The number of "# 7" was read from a buffer never terminated: the
+    line after it counted for a.c:723456 (kx-analyze had the same bug)."""
+    pre = b"{P:<built-in>;F:<NULL>;L:0;C:0;S:0;M:0;E:0,LOC:1,R:1}"
+    d = tool(pre + b'# 123456 "a.c"\n# 7\nx\n', "-l", "a.c:7", "-l", "a.c:723456",
+             cwd=tmp_path)
+    assert [(l["line"], l["bytes"]) for l in d["lines"]] == [(7, 2), (723456, 0)]
+
+
+def test_line_directives_and_escaped_names_move_the_line(tmp_path):
+    """#line N "F" and #line N set the next line as a marker does (they
+    were ignored); a marker's name is read with its escapes."""
+    data = b'#line 10 "b.c"\nx\n#line 20\nyy\n# 5 "q\\"b.c" 1\nzzz\n'
+    d = tool(data, "-l", "b.c:10", "-l", "b.c:20", "-l", 'q"b.c:5', cwd=tmp_path)
+    assert [l["bytes"] for l in d["lines"]] == [2, 3, 4]
+
+
+def test_text_before_any_location_prefix(tmp_path):
+    """Text with no location prefix before it crashed the tool (a NULL
+    file table); it has no location: <command-line>."""
+    d = tool(b"abc\n", cwd=tmp_path)
+    assert (d["bytes"], d["classes"]["<command-line>"], d["classes"]["<markers>"]) == (4, 3, 1)
+
+
+def test_a_line_selected_twice_is_a_usage_error():
+    """Two -l for one line (also "./a.c" and "a.c") would give two
+    different rows for it."""
+    p = subprocess.run([str(macros.OWN_TOOL), "-l", "a.c:1", "-l", "./a.c:1"], input=b"",
+                       capture_output=True)
+    assert p.returncode == 2 and b"usage" in p.stderr
+
+
 HOSTILE = {
     "literal-lookalikes": 'const char *t = "{P:x;L:1;C:1}";\nchar q = \'"\';\n'
                           '#pragma message "{P:x;L:1;C:1}"\n'
@@ -139,6 +188,18 @@ def test_inclusive_bytes_calls_and_stacks_by_hand(tmp_path):
                                    "fixture.c:5;QUAD;TWICE;TWICE 22"]
     whole = {m["name"]: m["calls"] for m in d["macros"]}
     assert whole == {"QUAD": 1, "TWICE": 2, "NAME": 1, "GLUE": 1, "LONG_DEF": 1}
+
+
+def test_stack_tool_writes_json_for_any_file_name(tmp_path):
+    """A header whose name is not UTF-8 made kx-macrostack write invalid
+    JSON; the name's bytes now come back through surrogateescape."""
+    name = b"h\xff.h"
+    (tmp_path / os.fsdecode(name)).write_text("#define TWICE(x) ((x)+(x))\n")
+    (tmp_path / "m.c").write_bytes(b'#include "' + name + b'"\nint f(int y) { return TWICE(y); }\n')
+    p = subprocess.run([str(macros.STACK_TOOL), "-l", "m.c:2", "--", "clang", "m.c"],
+                       cwd=tmp_path, check=True, capture_output=True)
+    (m,) = json.loads(p.stdout)["macros"]
+    assert m["name"] == "TWICE" and os.fsencode(m["at"]) == name + b":1"
 
 
 def test_stack_tool_names_a_bad_command():

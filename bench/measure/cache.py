@@ -14,7 +14,7 @@ ANALYZER_VERSION = "2"
 # objects (scanfiles.one_per_file); version 2 kept one hot line, version 3
 # keeps five (make check reports them) and a failing file's error.
 SCAN_VERSION = "3"
-MACROS_VERSION = "3"
+MACROS_VERSION = "4"     # 4: kx-macros fixed (a hot line without macro bytes, repeated -l, #line)
 COST_VERSION = "1"
 CHECK_VERSION = "1"     # what make check's details hold
 # Interleaved timings only (group_time_key): 2 since each run is timed by

@@ -1,16 +1,22 @@
 /*
  * kx-analyze: streaming analyzer of C preprocessor output.
  *
- *   gcc -E ... -o - file.c | kx-analyze [-n TOP] [-s SELF]
+ *   gcc -E ... -o - file.c | kx-analyze [-n TOP]
  *
  * Reads stdin (a pipe is fine: nothing is kept but counters), writes one
  * JSON object to stdout:
  *   bytes, lines, longest_line_bytes (+ where), marker_lines, code_bytes
  *   (bytes outside line markers), totals of macro-instantiation markers,
  *   and the TOP source lines by expanded bytes, attributed through the
- *   "# LINE "FILE" FLAGS" line markers that gcc and clang emit.
- * With -s SELF, attribution is also summed for the main file only
- * ("self_bytes").
+ *   "# LINE "FILE" FLAGS" line markers that gcc and clang emit and C's
+ *   "#line LINE "FILE"" (kx-marker.h has the exact shapes and meaning).
+ *
+ * A line is what ends in '\n' (or the input's end); its bytes include
+ * the '\n' (and a '\r' before it). A directive line sets the position
+ * of the next line; every other line is code, attributed to the position
+ * (FILE's line LINE) when a FILE was named, then the line number grows by
+ * one. "top" is by bytes, then FILE in the order the directives first
+ * named it, then line; FILE is the name with its escapes applied.
  *
  * Per source line it counts three traces that macro expansion leaves:
  *   choose_expr  "__builtin_choose_expr"
@@ -26,9 +32,9 @@
 #include <unistd.h>
 
 #include "kx-json.h"
+#include "kx-marker.h"
 
 #define CHUNK (1 << 20)
-#define MARK_MAX 8192
 #define NPAT 3
 
 static const char *const pat[NPAT] = {
@@ -39,7 +45,7 @@ static size_t patlen[NPAT];
 
 struct entry {
 	uint32_t file;    /* index into files[], +1 (0: empty slot) */
-	uint32_t line;
+	uint64_t line;
 	uint64_t bytes;
 	uint64_t lines;   /* output lines attributed */
 	uint64_t count[NPAT];
@@ -48,7 +54,10 @@ struct entry {
 static struct entry *tab;
 static size_t tab_size, tab_used;
 
-static char **files;
+static struct name {
+	char *s;
+	size_t n;
+} *files;
 static size_t nfiles, files_cap;
 
 static void *xrealloc(void *p, size_t n)
@@ -66,25 +75,25 @@ static uint32_t intern(const char *s, size_t n)
 	/* few distinct files (hundreds) and markers are rare: linear scan
 	 * from the most recent is fast enough */
 	for (size_t i = nfiles; i-- > 0;)
-		if (strlen(files[i]) == n && memcmp(files[i], s, n) == 0)
+		if (files[i].n == n && memcmp(files[i].s, s, n) == 0)
 			return (uint32_t)i;
 	if (nfiles == files_cap) {
 		files_cap = files_cap ? 2 * files_cap : 64;
 		files = xrealloc(files, files_cap * sizeof(*files));
 	}
-	files[nfiles] = xrealloc(NULL, n + 1);
-	memcpy(files[nfiles], s, n);
-	files[nfiles][n] = 0;
+	files[nfiles].s = xrealloc(NULL, n + 1);
+	files[nfiles].n = n;
+	memcpy(files[nfiles].s, s, n);
 	return (uint32_t)nfiles++;
 }
 
-static uint64_t hash(uint32_t f, uint32_t l)
+static uint64_t hash(uint32_t f, uint64_t l)
 {
-	uint64_t h = ((uint64_t)f << 32 | l) * 0x9e3779b97f4a7c15ull;
+	uint64_t h = ((uint64_t)f << 32 ^ l) * 0x9e3779b97f4a7c15ull;
 	return h ^ (h >> 29);
 }
 
-static struct entry *lookup(uint32_t file, uint32_t line)
+static struct entry *lookup(uint32_t file, uint64_t line)
 {
 	if (2 * (tab_used + 1) > tab_size) {
 		size_t old = tab_size;
@@ -118,14 +127,15 @@ static struct entry *lookup(uint32_t file, uint32_t line)
 }
 
 /* state of the line being read */
-static uint32_t cur_file, cur_line = 1;
+static uint32_t cur_file;
+static uint64_t cur_line = 1;
 static int have_file;
 static struct entry *cur;        /* attribution of the current line */
 static uint64_t line_len;        /* bytes so far in the current line */
 static int at_line_start = 1;
-static int maybe_marker;         /* current line starts like "# <digit>" */
-static char mark[MARK_MAX];
-static size_t mark_len;
+static int maybe_marker;         /* the line so far may be a directive */
+static char *mark;               /* ... and is kept here */
+static size_t mark_len, mark_cap, mark_checked;
 /* the last PATMAX-1 bytes of the current line, for matches across chunks */
 static char tail[PATMAX];
 static size_t tail_len;
@@ -136,30 +146,15 @@ static uint32_t longest_file;
 static int longest_has_file;
 static uint64_t totals[NPAT];
 
-static void parse_marker(void)
+static void set_position(const struct kx_marker *m)
 {
-	/* "# 123 "file" flags" ; also "#line 123 "file"" */
-	const char *p = mark + 1, *end = mark + mark_len;
-	while (p < end && *p == ' ')
-		p++;
-	char *q;
-	unsigned long n = strtoul(p, &q, 10);
-	if (q == p)
-		return;
-	p = q;
-	while (p < end && *p == ' ')
-		p++;
-	if (p < end && *p == '"') {
-		const char *s = ++p;
-		while (p < end && *p != '"') {
-			if (*p == '\\' && p + 1 < end)
-				p++;
-			p++;
-		}
-		cur_file = intern(s, (size_t)(p - s));
+	if (m->name) {
+		char *d = xrealloc(NULL, m->name_len + 1);
+		cur_file = intern(d, kx_unescape(d, m->name, m->name_len));
+		free(d);
 		have_file = 1;
 	}
-	cur_line = (uint32_t)n;
+	cur_line = m->line;
 }
 
 static void count_patterns(const char *s, size_t n, struct entry *e)
@@ -190,12 +185,27 @@ static void count_patterns(const char *s, size_t n, struct entry *e)
 	}
 }
 
+/* the line turned out to be code: count what was kept of it */
+static void mark_is_code(void)
+{
+	maybe_marker = 0;
+	cur = have_file ? lookup(cur_file, cur_line) : NULL;
+	tail_len = 0;
+	count_patterns(mark, mark_len, cur);
+	size_t t = mark_len < PATMAX - 1 ? mark_len : PATMAX - 1;
+	memcpy(tail, mark + mark_len - t, t);
+	tail_len = t;
+}
+
 static void end_line(void)
 {
-	if (maybe_marker) {
+	struct kx_marker m;
+	if (maybe_marker && kx_marker(mark, mark_len, 1, &m) == 1) {
 		marker_lines++;
-		parse_marker();
+		set_position(&m);
 	} else {
+		if (maybe_marker)
+			mark_is_code();
 		code_bytes += line_len;
 		if (at_line_start && have_file) /* an empty line */
 			cur = lookup(cur_file, cur_line);
@@ -214,7 +224,7 @@ static void end_line(void)
 	total_lines++;
 	at_line_start = 1;
 	maybe_marker = 0;
-	mark_len = 0;
+	mark_len = mark_checked = 0;
 	line_len = 0;
 	tail_len = 0;
 	cur = NULL;
@@ -233,25 +243,17 @@ static void line_bytes(const char *s, size_t n, char *work)
 	}
 	line_len += n;
 	if (maybe_marker) {
-		if (mark_len + n < MARK_MAX) {
-			memcpy(mark + mark_len, s, n);
-			mark_len += n;
-			/* "#pragma", "#ident": not a marker */
-			if (mark_len >= 2 && !(mark[1] == ' ' || mark[1] == 'l')) {
-				maybe_marker = 0;
-			}
-		} else {
-			maybe_marker = 0;
-		}
-		if (!maybe_marker) {
-			/* it was code after all: count what we have buffered */
-			cur = have_file ? lookup(cur_file, cur_line) : NULL;
-			memcpy(work, mark, mark_len);
-			tail_len = 0;
-			count_patterns(work, mark_len, cur);
-			size_t t = mark_len < PATMAX - 1 ? mark_len : PATMAX - 1;
-			memcpy(tail, mark + mark_len - t, t);
-			tail_len = t;
+		/* keep the line while it may be a directive; look again each
+		 * time it has doubled (linear time on a huge '#' line) */
+		if (mark_len + n > mark_cap)
+			mark = xrealloc(mark, mark_cap = 2 * (mark_len + n));
+		memcpy(mark + mark_len, s, n);
+		mark_len += n;
+		struct kx_marker m;
+		if (mark_len >= 2 * mark_checked) {
+			mark_checked = mark_len;
+			if (kx_marker(mark, mark_len, 0, &m) == 0)
+				mark_is_code();
 		}
 		return;
 	}
@@ -289,7 +291,7 @@ int main(int argc, char **argv)
 		if (opt == 'n') {
 			char *e;
 			top = strtol(optarg, &e, 10);
-			if (*e || top < 0)
+			if (!kx_digit(*optarg) || *e)
 				usage();
 		} else {
 			usage();
@@ -299,7 +301,7 @@ int main(int argc, char **argv)
 		patlen[k] = strlen(pat[k]);
 
 	char *buf = xrealloc(NULL, CHUNK);
-	char *work = xrealloc(NULL, CHUNK + MARK_MAX + PATMAX);
+	char *work = xrealloc(NULL, CHUNK + PATMAX);
 	for (;;) {
 		ssize_t n = read(0, buf, CHUNK);
 		if (n < 0) {
@@ -340,7 +342,7 @@ int main(int argc, char **argv)
 	printf(", \"longest_line_at\": ");
 	if (longest_has_file) {
 		printf("{\"file\": ");
-		json_str(files[longest_file]);
+		json_strn(files[longest_file].s, files[longest_file].n);
 		printf(", \"line\": %llu}", (unsigned long long)longest_file_line);
 	} else {
 		printf("null");
@@ -353,10 +355,10 @@ int main(int argc, char **argv)
 	printf(", \"source_lines\": %zu, \"top\": [", m);
 	for (size_t i = 0; i < m && (long)i < top; i++) {
 		printf("%s{\"file\": ", i ? ", " : "");
-		json_str(files[v[i]->file - 1]);
-		printf(", \"line\": %u, \"bytes\": %llu, \"out_lines\": %llu, "
+		json_strn(files[v[i]->file - 1].s, files[v[i]->file - 1].n);
+		printf(", \"line\": %llu, \"bytes\": %llu, \"out_lines\": %llu, "
 		       "\"choose_expr\": %llu, \"stmt_expr\": %llu, \"unique_id\": %llu}",
-		       v[i]->line, (unsigned long long)v[i]->bytes,
+		       (unsigned long long)v[i]->line, (unsigned long long)v[i]->bytes,
 		       (unsigned long long)v[i]->lines,
 		       (unsigned long long)v[i]->count[0],
 		       (unsigned long long)v[i]->count[1],

@@ -27,7 +27,11 @@
  * Nothing is kept of the stream but counters. Writes one JSON object:
  * bytes (plain), classes, n_macros, the TOP macros by own bytes, and for
  * each -l FILE:LINE the same for the output lines of that source line
- * (FILE as in the line markers; leading "./" and "../" are ignored).
+ * (FILE as in the line markers, escapes applied; leading "./" and "../"
+ * are ignored). The output position follows the line markers and #line
+ * directives exactly as kx-analyze does (kx-marker.h): a line's plain
+ * bytes, its '\n' included, count for its position unless it is a
+ * directive. Text before any location prefix has none: <command-line>.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,6 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kx-marker.h"
 #include "kx-srcmap.h"
 
 const char *const class_name[NCLASS] = {
@@ -47,7 +52,8 @@ const char *const class_name[NCLASS] = {
 #define MAXSEL 16
 struct sel {
 	char *file;
-	uint32_t line;
+	size_t file_len;
+	uint64_t line;
 	uint64_t bytes;
 	uint64_t cls[NCLASS];
 	uint64_t *mac;           /* per macro id, grown with macros */
@@ -59,18 +65,19 @@ static int nsel;
 static uint64_t cls_total[NCLASS];
 
 /* ---- the output position (for -l): line markers, as kx-analyze reads them */
-static char cur_file[4096];
-static uint32_t cur_line = 1;
+static char *cur_file;           /* NULL until a directive names one */
+static size_t cur_file_len;
+static uint64_t cur_line = 1;
 static int cur_sel = -1;
 
 /* "./../include/x.h" and "include/x.h" name the same file for -l */
-static const char *norm(const char *p)
+static const char *norm(const char *p, size_t *n)
 {
 	for (;;) {
-		if (!strncmp(p, "./", 2))
-			p += 2;
-		else if (!strncmp(p, "../", 3))
-			p += 3;
+		if (*n >= 2 && !memcmp(p, "./", 2))
+			p += 2, *n -= 2;
+		else if (*n >= 3 && !memcmp(p, "../", 3))
+			p += 3, *n -= 3;
 		else
 			return p;
 	}
@@ -78,9 +85,12 @@ static const char *norm(const char *p)
 
 static void update_sel(void)
 {
+	size_t n = cur_file_len;
+	const char *f = cur_file ? norm(cur_file, &n) : NULL;
 	cur_sel = -1;
-	for (int i = 0; i < nsel; i++)
-		if (sels[i].line == cur_line && !strcmp(sels[i].file, norm(cur_file)))
+	for (int i = 0; f && i < nsel; i++)
+		if (sels[i].line == cur_line && sels[i].file_len == n &&
+		    !memcmp(sels[i].file, f, n))
 			cur_sel = i;
 }
 
@@ -177,27 +187,38 @@ static char *line_text;          /* a plain output line starting with '#' */
 static size_t line_len, line_cap;
 static int line_start = 1, directive_line;
 
+/* the decimal digits at p (up to end) as a number, at most UINT32_MAX */
+static uint32_t number(const char *p, const char *end)
+{
+	uint64_t v = 0;
+	for (; p < end && kx_digit(*p); p++)
+		if ((v = v * 10 + (uint64_t)(*p - '0')) > UINT32_MAX)
+			return UINT32_MAX;
+	return (uint32_t)v;
+}
+
+static const char *find(const char *p, const char *end, const char *what)
+{
+	return end - p < 3 ? NULL : memmem(p, (size_t)(end - p), what, 3);
+}
+
 static void parse_prefix(void)
 {
 	/* {P:path;F:...;L:n;C:n;S:n;M:...;E:n,LOC:n,R:n}, prefix_len bytes */
-	char field[PREFIX_MAX];
-	size_t k = prefix_len - 4;          /* without "{P:" and "}" */
-	memcpy(field, buf + bpos + 3, k);
-	field[k] = 0;
-	bpos += prefix_len;
-	/* the path runs to the ";F:" that follows it (a path may hold ';') */
-	char *fsep = NULL;
-	for (char *q = field; (q = strstr(q, ";F:")); q++) {
-		char *l = strstr(q, ";L:");
-		if (l && strstr(l, ";C:"))
+	const char *field = buf + bpos + 3, *end = buf + bpos + prefix_len - 1;
+	/* the path runs to the last ";F:" that a ";L:" and then a ";C:"
+	 * follow (a path may hold ';') */
+	const char *fsep = end, *l, *c;
+	for (const char *q = field; (q = find(q, end, ";F:")); q++)
+		if ((l = find(q, end, ";L:")) && find(l, end, ";C:"))
 			fsep = q;
-	}
-	size_t plen = fsep ? (size_t)(fsep - field) : k;
-	char *l = strstr(field + plen, ";L:"), *c = strstr(field + plen, ";C:");
+	l = find(fsep, end, ";L:");
+	c = find(fsep, end, ";C:");
 	tok_has_loc = l && c;
-	tok_file = intern(field, plen);
-	tok_line = l ? (uint32_t)strtoul(l + 3, NULL, 10) : 0;
-	tok_col = c ? (uint32_t)strtoul(c + 3, NULL, 10) : 0;
+	tok_file = intern(field, (size_t)(fsep - field));
+	tok_line = l ? number(l + 3, end) : 0;
+	tok_col = c ? number(c + 3, end) : 0;
+	bpos += prefix_len;
 }
 
 static void classify(void)
@@ -213,8 +234,7 @@ static void classify(void)
 		goto out;
 	const char *t = tok + s;
 	size_t n = e - s;
-	const char *path = files[tok_file].path;
-	if (!tok_has_loc || path[0] == '<') {
+	if (!tok_has_loc || files[tok_file].path[0] == '<') {
 		add(C_CMDLINE, -1, n);
 		goto out;
 	}
@@ -245,36 +265,23 @@ out:
 	tok_len = 0;
 }
 
-static int is_marker(void)
+/* the end of an output line (nl: its '\n', else the input's end) */
+static void end_output_line(int nl)
 {
-	return line_len > 2 && line_text[1] == ' ' && line_text[2] >= '0' &&
-	       line_text[2] <= '9';
-}
-
-static void end_output_line(void)
-{
-	if (directive_line && is_marker()) {
-		char *q;
-		unsigned long n = strtoul(line_text + 2, &q, 10);
-		while (*q == ' ')
-			q++;
-		if (*q == '"') {
-			char *s = ++q;
-			while (*q && *q != '"') {
-				if (*q == '\\' && q[1])
-					q++;
-				q++;
-			}
-			size_t len = (size_t)(q - s);
-			if (len >= sizeof(cur_file))
-				len = sizeof(cur_file) - 1;
-			memcpy(cur_file, s, len);
-			cur_file[len] = 0;
-		}
-		cur_line = (uint32_t)n;
-	} else {
-		cur_line++;
+	struct kx_marker m;
+	int marker = directive_line && kx_marker(line_text, line_len, 1, &m) == 1;
+	if (tok_len)
+		classify();
+	int keep = cur_sel;
+	if (marker)
+		cur_sel = -1;   /* like kx-analyze: a marker is no source line's */
+	add(C_MARKERS, -1, line_len + (nl ? 1 : 0));
+	cur_sel = keep;
+	if (marker && m.name) {
+		cur_file = xrealloc(cur_file, m.name_len + 1);
+		cur_file_len = kx_unescape(cur_file, m.name, m.name_len);
 	}
+	cur_line = marker ? m.line : cur_line + 1;
 	update_sel();
 	line_start = 1;
 	directive_line = 0;
@@ -303,18 +310,24 @@ int main(int argc, char **argv)
 		char *e;
 		if (opt == 'n') {
 			top = strtol(optarg, &e, 10);
-			if (*e || top < 0)
+			if (!kx_digit(*optarg) || *e)
 				usage();
 		} else if (opt == 'l') {
 			char *colon = strrchr(optarg, ':');
-			if (!colon || nsel == MAXSEL)
+			if (!colon || nsel == MAXSEL || !kx_digit(colon[1]))
 				usage();
-			unsigned long l = strtoul(colon + 1, &e, 10);
+			unsigned long long l = strtoull(colon + 1, &e, 10);
 			if (*e || !l)
 				usage();
-			*colon = 0;
-			sels[nsel].file = xstrndup(norm(optarg), strlen(norm(optarg)));
-			sels[nsel++].line = (uint32_t)l;
+			size_t n = (size_t)(colon - optarg);
+			const char *f = norm(optarg, &n);
+			for (int i = 0; i < nsel; i++)      /* one line, one row */
+				if (sels[i].line == l && sels[i].file_len == n &&
+				    !memcmp(sels[i].file, f, n))
+					usage();
+			sels[nsel].file = xstrndup(f, n);
+			sels[nsel].file_len = n;
+			sels[nsel++].line = l;
 		} else {
 			usage();
 		}
@@ -336,18 +349,7 @@ int main(int argc, char **argv)
 			directive_line = c == '#';
 		}
 		if (c == '\n') {
-			if (tok_len)
-				classify();
-			if (directive_line && is_marker()) {
-				/* like kx-analyze: a marker is no source line's */
-				int keep = cur_sel;
-				cur_sel = -1;
-				add(C_MARKERS, -1, line_len + 1);
-				cur_sel = keep;
-			} else {
-				add(C_MARKERS, -1, line_len + 1);
-			}
-			end_output_line();
+			end_output_line(1);
 			continue;
 		}
 		if (directive_line) {
@@ -357,20 +359,21 @@ int main(int argc, char **argv)
 		}
 		push(&tok, &tok_len, &tok_cap, c);
 	}
-	if (tok_len)
-		classify();
-	if (directive_line)
-		add(C_MARKERS, -1, line_len);
+	if (!line_start)
+		end_output_line(0);
 
 	printf("{\"bytes\": %llu, ", (unsigned long long)plain);
 	print_top(NULL, 0, cls_total, top);
 	printf(", \"lines\": [");
 	for (int i = 0; i < nsel; i++) {
 		printf("%s{\"file\": ", i ? ", " : "");
-		json_str(sels[i].file);
-		printf(", \"line\": %u, \"bytes\": %llu, ", sels[i].line,
-		       (unsigned long long)sels[i].bytes);
-		print_top(sels[i].mac, sels[i].mac_cap, sels[i].cls, top);
+		json_strn(sels[i].file, sels[i].file_len);
+		printf(", \"line\": %llu, \"bytes\": %llu, ",
+		       (unsigned long long)sels[i].line, (unsigned long long)sels[i].bytes);
+		/* (a NULL `by` means the whole file: a line without macro
+		 * bytes has no array yet, and got the file's macros) */
+		static const uint64_t none;
+		print_top(sels[i].mac ? sels[i].mac : &none, sels[i].mac_cap, sels[i].cls, top);
 		printf("}");
 	}
 	printf("]}\n");

@@ -34,6 +34,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kx-json.h"
+
 using namespace clang;
 
 namespace {
@@ -286,12 +288,10 @@ int write_folded(const Selection &s)
 	return 0;
 }
 
+/* any bytes as valid JSON (kx-json.h: not UTF-8 -> "\\udcXX") */
 void json_str(const std::string &s)
 {
-	putchar('"');
-	for (unsigned char c : s)
-		printf(c == '"' || c == '\\' ? "\\%c" : c < 0x20 ? "\\u%04x" : "%c", c);
-	putchar('"');
+	json_strn(s.data(), s.size());
 }
 
 void print_macros(const std::unordered_map<int, unsigned long long> &self,

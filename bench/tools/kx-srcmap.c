@@ -149,7 +149,7 @@ struct srcfile *load(uint32_t fid)
 		return f;
 	/* only regular files of a sane size: a line marker can name anything
 	 * ("#line 1 "/dev/zero"") */
-	FILE *fp = fopen(f->path, "rb");
+	FILE *fp = memchr(f->path, 0, f->path_len) ? NULL : fopen(f->path, "rb");
 	struct stat st;
 	if (!fp || fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode) ||
 	    st.st_size > SRC_MAX) {
@@ -187,16 +187,16 @@ struct srcfile *load(uint32_t fid)
 uint32_t intern(const char *s, size_t n)
 {
 	static uint32_t last;
-	if (nfiles && strlen(files[last].path) == n && !memcmp(files[last].path, s, n))
+	if (nfiles && files[last].path_len == n && !memcmp(files[last].path, s, n))
 		return last;
 	for (size_t i = nfiles; i-- > 0;)
-		if (strlen(files[i].path) == n && !memcmp(files[i].path, s, n))
+		if (files[i].path_len == n && !memcmp(files[i].path, s, n))
 			return last = (uint32_t)i;
 	if (nfiles == files_cap) {
 		files_cap = files_cap ? 2 * files_cap : 256;
 		files = xrealloc(files, files_cap * sizeof(*files));
 	}
-	files[nfiles] = (struct srcfile){.path = xstrndup(s, n), .readable = 1};
+	files[nfiles] = (struct srcfile){.path = xstrndup(s, n), .path_len = n, .readable = 1};
 	return last = (uint32_t)nfiles++;
 }
 
@@ -209,7 +209,12 @@ static int cmp_macro(const void *a, const void *b)
 	const struct macro *y = &macros[*(const uint32_t *)b];
 	if (x->bytes != y->bytes)
 		return x->bytes < y->bytes ? 1 : -1;
-	return strcmp(x->name, y->name);
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	/* two #defines of one name: in the order they were read (qsort is
+	 * not stable everywhere: glibc 2.37's is not) */
+	return x < y ? -1 : x > y;
 }
 
 /* the TOP macros by bytes in `by` (macros[].bytes when NULL) */
@@ -242,7 +247,7 @@ void print_top(const uint64_t *by, size_t by_len, const uint64_t *cls, long top)
 		printf("%s{\"name\": ", i ? ", " : "");
 		json_str(x->name);
 		printf(", \"file\": ");
-		json_str(files[x->file].path);
+		json_strn(files[x->file].path, files[x->file].path_len);
 		printf(", \"line\": %u, \"own_bytes\": %llu", x->line,
 		       (unsigned long long)x->bytes);
 		if (!by)

@@ -22,6 +22,7 @@ struct macro {
 
 struct srcfile {
 	char *path;
+	size_t path_len;        /* (a path may hold a NUL: then it is unread) */
 	int readable;
 	char *text;
 	size_t len;
@@ -43,7 +44,7 @@ struct srcfile *load(uint32_t fid);
 /* the index of a path in files[], added if new */
 uint32_t intern(const char *s, size_t n);
 /* "classes", "macro_bytes", "n_macros" and the TOP "macros" (by own bytes,
- * or by `by` when given) as JSON members */
+ * or by `by` when given; ties by name, then the order read) as JSON members */
 void print_top(const uint64_t *by, size_t by_len, const uint64_t *cls, long top);
 
 #endif

@@ -1,0 +1,83 @@
+"""kx-icount (the QEMU TCG plugin) pinned to exact counts.
+
+tests/data/icount/loop.S, built static without libc for N iterations,
+executes 2 instructions before its loop, 5 per iteration and 3 to exit:
+5*N + 5, counted by hand from its disassembly (QEMU translates it as one
+block of 7 (the setup and the first iteration), then a block of 5 run
+N - 1 times, then the exit block of 3). The counts below must be exactly
+that: through QEMU with the plugin as bench/measure/icount.py runs it,
+through icount.count() itself, and through the gcc -wrapper script."""
+import os
+import subprocess
+
+import pytest
+
+from bench.measure import icount
+
+FIXTURE = icount.HERE.parent.parent / "tests" / "data" / "icount" / "loop.S"
+NS = (1, 1000, 2000, 1_000_000)
+PER_ITERATION, OUTSIDE = 5, 2 + 3
+
+
+def hand_count(n):
+    return OUTSIDE + PER_ITERATION * n
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("icount")
+    out = {}
+    for n in NS:
+        out[n] = d / f"loop{n}"
+        subprocess.run(["gcc", "-nostdlib", "-static", f"-DN={n}", "-o", str(out[n]),
+                        str(FIXTURE)], check=True)
+    return out
+
+
+def qemu_count(prog, tmp_path, runs=1):
+    """The command of icount.count() under QEMU, run directly: (sum, lines)."""
+    assert icount.PLUGIN.exists(), f"{icount.PLUGIN} missing: make all"
+    out = tmp_path / "counts"
+    out.unlink(missing_ok=True)
+    for _ in range(runs):
+        p = subprocess.run([icount.QEMU, "-plugin", str(icount.PLUGIN), str(prog)],
+                           env=dict(os.environ, KX_ICOUNT_OUT=str(out)), capture_output=True)
+        assert p.returncode == 0, p.stderr
+    return icount.parse_counts(out.read_text())
+
+
+def test_counts_are_the_hand_counts(programs, tmp_path):
+    for n in NS:
+        assert qemu_count(programs[n], tmp_path) == (hand_count(n), 1), n
+
+
+def test_doubling_the_iterations_adds_exactly_their_instructions(programs, tmp_path):
+    one, _ = qemu_count(programs[1000], tmp_path)
+    two, _ = qemu_count(programs[2000], tmp_path)
+    assert two - one == 1000 * PER_ITERATION
+    assert one == 5005 and two == 10005
+
+
+def test_each_process_appends_its_line(programs, tmp_path):
+    """Two processes with one count file (a compiler driver and its
+    subprocesses): two lines, and the sum."""
+    assert qemu_count(programs[1000], tmp_path, runs=2) == (2 * 5005, 2)
+
+
+def test_icount_count_gives_the_hand_count(programs, tmp_path, monkeypatch):
+    """icount.count() itself on the QEMU path (the one this machine takes;
+    pinned so that a machine with a PMU still tests the plugin)."""
+    monkeypatch.setattr(icount, "source", lambda: ("qemu-tcg", "pinned by the test"))
+    r = icount.count([str(programs[1_000_000])], tmp_path, cc="loop")
+    assert (r["instructions"], r["instructions_source"], r["processes"]) == \
+        (5_000_005, "qemu-tcg", 1)
+
+
+def test_the_gcc_wrapper_counts_the_same(programs, tmp_path):
+    """kx-icount-wrap (what gcc -wrapper runs for cc1 and as) gives the
+    program the same plugin: the same exact count."""
+    out = tmp_path / "counts"
+    env = dict(os.environ, KX_ICOUNT_OUT=str(out), KX_QEMU=icount.QEMU,
+               KX_ICOUNT_PLUGIN=str(icount.PLUGIN))
+    subprocess.run([str(icount.WRAP), str(programs[2000])], env=env, check=True)
+    assert icount.parse_counts(out.read_text()) == (10005, 1)
