@@ -12,7 +12,7 @@ PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev libc
               qemu-user python3-scipy python3-distributed
 PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 
-.PHONY: all bench bench-analyzer boot scan sweep prepare plots compare bisect check test unit-test clean deps-bench deps-test
+.PHONY: all bench bench-analyzer boot scan sweep prepare plots compare bisect check track test unit-test clean deps-bench deps-test
 
 # Every variable (A, B, FILES, KERNEL, ...) reaches the programs as
 # environment, never as shell text: make puts command-line variables into
@@ -118,6 +118,11 @@ bisect: deps-bench $(TOOLS)
 # directory or patch files> [BASE=], or A= B= in KERNEL=; exit 1: a regression.
 check: deps-bench $(TOOLS)
 	@$(call measure,check,--check)
+
+# A tree's history (RANGE=A..B in KERNEL=), every commit measured once, the
+# changes beyond the history's noise pointed out; nightly: only new commits.
+track: deps-bench $(TOOLS)
+	@$(call measure,track,--track)
 
 unit-test: deps-test $(TOOLS)
 	$(PY) -m pytest -q tests -m "not integration"

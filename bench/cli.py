@@ -12,6 +12,8 @@ and returns an exit code (README, "Exit codes").
   kexpand.py sweep   --file F --point REF [--n N]  configs that multiply F
   kexpand.py check   --patches P... [--base REF] [--kernel DIR] [--threshold T]
                      (or --a REF --b REF): a series against every compiled file
+  kexpand.py track   --range A..B [--every N] [--kernel DIR] [--files] [--scan]
+                     a tree's history, every commit measured once
   kexpand.py analyzer-bench                kx-analyze throughput
   kexpand.py bisect-step ...               internal: one `git bisect run` step
 
@@ -21,7 +23,7 @@ import argparse
 from kbuild import series, settings
 from kbuild.util import main_wrapper
 
-from .cmd import analyzer, bench, bisection, boot, check, compare, prepare, scan, sweep
+from .cmd import analyzer, bench, bisection, boot, check, compare, prepare, scan, sweep, track
 
 COMMON = ("case", "points", "files", "cc", "kernel", "a", "b", "file", "good",
           "bad", "threshold", "write_focus", "config", "kconfig")
@@ -48,6 +50,8 @@ def parser():
         "sweep": ["file", "point", "n", "config"],
         "check": ["patches", "base", "a", "b", "kernel", "cc", "config", "kconfig",
                   "threshold", "no_macros", "name", "full_build"],
+        "track": ["range", "every", "kernel", "files", "cc", "config", "kconfig",
+                  "scan", "name", "no_macros", "max_commits"],
         "analyzer-bench": ["repeat"],
         "bisect-step": ["file", "tree", "step_threshold", "strict_config"],
     }
@@ -56,7 +60,7 @@ def parser():
         p.add_argument("--case")
         for o in opts:
             flag = "--" + o.replace("_", "-")
-            if o in ("no_time", "no_boot", "no_macros", "full_build"):
+            if o in ("no_time", "no_boot", "no_macros", "full_build", "scan"):
                 p.add_argument(flag, action="store_true", default=None)
             elif o == "step_threshold":
                 p.add_argument("--threshold", dest="step_threshold", type=int,
@@ -81,7 +85,8 @@ def main(argv=None):
             "boot": boot.cmd_boot, "compare": compare.cmd_compare,
             "analyzer-bench": analyzer.cmd_analyzer_bench,
             "bisect": bisection.cmd_bisect, "scan": scan.cmd_scan,
-            "sweep": sweep.cmd_sweep, "check": check.cmd_check}[cmd](req, case)
+            "sweep": sweep.cmd_sweep, "check": check.cmd_check,
+            "track": track.cmd_track}[cmd](req, case)
 
 
 def run(argv=None):

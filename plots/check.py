@@ -25,6 +25,20 @@ def short(s, width):
     return s if len(s) <= width else s[:width - 3] + "..."
 
 
+def chain(stack, width):
+    """A folded stack ('file:line;outer;...;inner') as its outer frames, an
+    ellipsis and its innermost frame, within `width`."""
+    frames = stack.split(";")[1:] or stack.split(";")
+    if len(";".join(frames)) <= width:
+        return ";".join(frames)
+    head, tail = [], frames[-1]
+    for f in frames[:-1]:
+        if len(";".join(head + [f, "...", tail])) > width:
+            break
+        head.append(f)
+    return short(";".join(head + ["...", tail]), width)
+
+
 def regressions(rec):
     """[(compiler, row)] of every regression, the worst growth first."""
     out = [(cc, r) for cc, d in rec["results"].items() for r in d["regressions"]]
@@ -115,8 +129,7 @@ def details(cc, r):
     if hl.get("stacks"):
         out.append(f"  clang, widest expansion stacks of {short(hl.get('at'), 34)} (tip):")
         for stack, b in sorted(hl["stacks"], key=lambda sb: -sb[1])[:3]:
-            chain = stack.split(";", 1)[-1] if ";" in stack else stack
-            out.append(f"    {short(chain, WIDTH - 22):50} {n(b):>14}")
+            out.append(f"    {chain(stack, 50):50} {n(b):>14}")
     ins = r.get("instructions") or {}
     a, b = (ins.get("base") or {}).get("instructions"), (ins.get("tip") or {}).get("instructions")
     if a and b:

@@ -160,3 +160,39 @@ def test_unreachable_scheduler_is_exit_5_naming_it(fake):
     assert "Error 5" in p.stderr and addr in p.stderr and "Traceback" not in p.stderr
     p = mk(env, "scan", CASE="fake", A="before", B="after", DASK_SCHEDULER="8786")
     assert "Error 2" in p.stderr and "DASK_SCHEDULER='8786'" in p.stderr
+
+
+def test_a_track_on_dask_workers_gives_the_local_results(fake, tmp_path):
+    """make track with DASK_SCHEDULER=: each commit measured by a worker
+    in its own work directory (its own clone of the user's tree): the same
+    values (bytes, longest lines, -c instructions) and the same interesting
+    changes as a local run."""
+    from test_track import COMP, SETUP, history
+    base, env = fake
+    user = tmp_path / "user"
+    g, ids = history(user)
+
+    def run(name, **extra):
+        e = dict(env, KEXPAND_RESULTS=str(base / f"res-{name}"),
+                 KEXPAND_WORK=str(base / f"work-{name}"))
+        p = mk(e, "track", CASE="fake", KERNEL=user, RANGE=f"{ids[0]}..HEAD", CC="gcc",
+               FILES=f"{SETUP} {COMP}", NAME="t", NO_MACROS=1, timeout=900, **extra)
+        assert p.returncode == 0, p.stderr[-3000:]
+        [d] = (base / f"res-{name}/track").iterdir()
+        rec = json.loads((d / "track.json").read_text())
+        return rec, p
+
+    local, _ = run("local")
+    cl = Cluster(base, env)
+    try:
+        remote, p = run("dask", DASK_SCHEDULER=cl.addr)
+    finally:
+        cl.stop()
+    assert "Dask workers" in p.stderr
+    assert [c["values"] for c in remote["commits"]] == [c["values"] for c in local["commits"]]
+    strip = lambda xs: [{k: v for k, v in x.items() if k != "compare"} for x in xs]  # noqa: E731
+    assert strip(remote["interesting"]) == strip(local["interesting"])
+    hosts = {c["setup"]["host"] for c in remote["commits"]}
+    assert hosts and all(hosts)
+    for i in range(2):            # each worker made its own clone of the user's tree
+        assert list((base / f"worker{i}/trees").glob("*/.git"))

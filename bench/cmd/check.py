@@ -115,7 +115,8 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
     tip = commits[-1][2]
     tipdir = sc.TipDir(req, tree, base, tip, cc, config, full)
     req.progress.step(f"tip {tip[:12]} / {cc}")
-    key = cache.scan_key(tip, cc, ccver, chash) + ("" if full else f"-fast-{base[:12]}")
+    key = cache.scan_key(tip, cc, ccver, chash) + ("-all" if req.full_build else "" if full
+                                                   else f"-fast-{base[:12]}")
     scan_tip = cache.get(key)
     if scan_tip is None:
         with req.split.timed("builds"):
@@ -125,8 +126,9 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
             scan_tip = sc.scanfiles.scan_build(
                 tree, tipdir.dir, lambda todo: dist.local_map(client, tipdir.dir, todo,
                                                                req.progress),
-                dist.n_workers(client), req.progress, reuse=(cache, cc, ccver),
-                entries=entries)
+                dist.n_workers(client), req.progress,
+                # FULL_BUILD=1 trusts nothing: every file measured again
+                reuse=None if req.full_build else (cache, cc, ccver), entries=entries)
         scan_tip["build"] = b.info if full else {"prepare_s": round(b.seconds, 1)}
         cache.put(key, scan_tip)
     rows = sc.compare(scan_base, scan_tip, ratio)

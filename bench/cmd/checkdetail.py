@@ -39,12 +39,14 @@ def explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cach
     # the tip: its dir is ready (the scan just used it)
     req.progress.say(f"  the tip: macros of {worst['file']}, -c counts of {len(top)} file(s)")
     tipdir.ready_at(tip)
-    jobs = [(_count, (r, "tip", req, cache, tip, tipdir.dir, cc, ccver, chash)) for r in top]
+    jobs = []
+    if not req.no_macros and cc == "gcc":       # the longest job first
+        jobs.append((_clang_stack, (worst["file"], worst, req, case, tree, tip, cache)))
+    at_tip = (req, cache, tip, tipdir.dir, cc, ccver, chash)
+    jobs += [(_count, (r["file"], r, "tip", *at_tip)) for r in top]
     if not req.no_macros:
-        jobs.append((_macros, (worst, "tip", req, cache, tip, tipdir.dir, cc, ccver, chash)))
+        jobs.append((_macros, (worst["file"], worst, "tip", *at_tip)))
     _run(req, jobs)
-    if not req.no_macros and cc == "gcc":
-        _clang_stack(req, case, tree, tip, worst, cache)
 
     # every commit of the series: which patch grew each file
     if len(commits) > 1:
@@ -60,9 +62,10 @@ def explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cach
     # the base
     req.progress.say(f"  the base: macros of {worst['file']}, -c counts of {len(top)} file(s)")
     series.checkout(tree, base)
-    jobs = [(_count, (r, "base", req, cache, base, base_dir, cc, ccver, chash)) for r in top]
+    at_base = (req, cache, base, base_dir, cc, ccver, chash)
+    jobs = [(_count, (r["file"], r, "base", *at_base)) for r in top]
     if not req.no_macros:
-        jobs.append((_macros, (worst, "base", req, cache, base, base_dir, cc, ccver, chash)))
+        jobs.append((_macros, (worst["file"], worst, "base", *at_base)))
     _run(req, jobs)
     for r in regs:
         r["hot_lines_base"] = [dict(h, source=text_at(tree, base, h["at"]))
@@ -77,11 +80,11 @@ def _run(req, jobs):
     failed = {}
     with req.split.timed("expansion, macros, counts"):
         run_jobs(jobs, req.jobs, failed)
-    for row_id, e in failed.items():
-        log(f"warning: {e['error']}")
+    for f, e in failed.items():        # recorded where the job keeps its result
+        log(f"warning: {f}: {e['error']}")
 
 
-def _count(row, side, req, cache, commit, bdir, cc, ccver, chash):
+def _count(f, row, side, req, cache, commit, bdir, cc, ccver, chash):
     """-c instructions of a file at one side (cached)."""
     req.progress.say(f"  counting instructions of {row['file']} (-c, {side}, {cc})")
     try:
@@ -95,7 +98,7 @@ def _count(row, side, req, cache, commit, bdir, cc, ccver, chash):
                               "instructions_note") if k in c}
 
 
-def _macros(row, side, req, cache, commit, bdir, cc, ccver, chash):
+def _macros(f, row, side, req, cache, commit, bdir, cc, ccver, chash):
     """gcc's own bytes per macro (or clang's inclusive bytes) of a file."""
     req.progress.say(f"  attributing {row['file']} to macros ({side}, {cc})")
     key = cache.macros_key(commit, cc, ccver, chash, row["file"])
@@ -108,7 +111,7 @@ def _macros(row, side, req, cache, commit, bdir, cc, ccver, chash):
     row[f"macros_{side}"] = m
 
 
-def _clang_stack(req, case, tree, tip, row, cache):
+def _clang_stack(f, row, req, case, tree, tip, cache):
     """clang's inclusive bytes and the top expansion stack of the worst
     file at the tip: its object built in a clang dir of the tip (only that
     object: Kbuild prepares what it needs), then kx-macrostack."""
@@ -121,15 +124,13 @@ def _clang_stack(req, case, tree, tip, row, cache):
     if m is None:
         req.progress.say(f"  clang: building {f} at the tip for its expansion stacks")
         if not builddir.built(bdir, config.hash(), [f]):
-            with req.split.timed("builds"):
-                b = builddir.build_objects(tree, bdir, "clang", config, [kcmd.obj_of(f)],
-                                           req.jobs)
+            b = builddir.build_objects(tree, bdir, "clang", config, [kcmd.obj_of(f)],
+                                       req.jobs)
             if not b.ok:
                 row["clang"] = {"status": "error", "error": b.log_tail[-1000:]}
                 return
-        with req.split.timed("expansion, macros, counts"):
-            e = measure_file(bdir, f)
-            m = macros.measure(bdir, f, "clang", e)
+        e = measure_file(bdir, f)
+        m = macros.measure(bdir, f, "clang", e)
         if m.get("status") != "error":
             cache.put(key, m)
     hot = m.get("hot_line") or {}

@@ -26,10 +26,13 @@ class PointMeasurement:
     of the queue (both read the expansion: the count's cap its CPU time,
     the attribution its hottest line)."""
 
-    def __init__(self, req, case, tree, name, commit, cc, files, attribute, count):
+    def __init__(self, req, case, tree, name, commit, cc, files, attribute, count,
+                 count_kinds=cost.KINDS, move_from=None):
         self.req, self.case, self.tree = req, case, tree
         self.name, self.commit, self.cc, self.files = name, commit, cc, files
         self.count = count
+        self.count_kinds = tuple(count_kinds) if count else ()
+        self.move_from = move_from
         self.cache = Cache(req.work)
         self.bdir = build.build_dir(tree, commit, cc)
         self.ccver = build.compiler_version(cc)
@@ -98,7 +101,7 @@ class PointMeasurement:
             self.got[(f, "expand")] = measure_file(self.bdir, f)
             self.cache.put(self.key(f, "expand"), self.got[(f, "expand")])
         nxt = []
-        if self.count:
+        if "time_E" in self.count_kinds:
             self.plan(f, ["time_E"])
             nxt += self.take_counts(f)
         if "macros" in self.kinds and self.got[(f, "macros")] is None:
@@ -117,7 +120,7 @@ class PointMeasurement:
         targets = [kcmd.obj_of(f) for f in need]
         with self.req.split.timed("builds"):
             b = builddir.build_objects(self.tree, self.bdir, self.cc, self.config,
-                                       targets, self.req.jobs)
+                                       targets, self.req.jobs, move_from=self.move_from)
         self.build_info = {"ok": b.ok, "seconds": round(b.seconds, 1),
                            "targets": targets, "failed": b.failed}
         ok = [f for f in need if kcmd.obj_of(f) not in b.failed]
@@ -131,7 +134,7 @@ class PointMeasurement:
         if self.count:
             for f in self.files:
                 if not self.missing(f) and self.got[(f, "expand")].get("status") == "ok":
-                    self.plan(f, cost.KINDS)
+                    self.plan(f, self.count_kinds)
         need = [f for f in self.files if self.missing(f) or self.to_count[f]]
         if need:
             work = []
@@ -139,7 +142,7 @@ class PointMeasurement:
                 # -c needs no estimate: its count starts beside the
                 # expansions, so that the heaviest file's two long counts overlap
                 if self.missing(f):
-                    if self.count:
+                    if "time_c" in self.count_kinds:
                         self.plan(f, ["time_c"])
                     work.append((self.expand, (f,)))
                 work += self.take_counts(f)
@@ -163,14 +166,14 @@ class PointMeasurement:
 
 
 def measure_point(req, case, tree, name, commit, cc, files, attribute=False,
-                  count=False):
+                  count=False, count_kinds=cost.KINDS, move_from=None):
     """Expansion, (if `attribute`) the macros and (if `count`) the
     instruction counts of each file at one (commit, compiler); builds only
     what is not in the cache. Returns the record; with `count`, each ok
     entry carries "counts" {time_E, time_c} until measure_cost moves them
     into its timed entries."""
     return PointMeasurement(req, case, tree, name, commit, cc, files,
-                            attribute, count).run()
+                            attribute, count, count_kinds, move_from).run()
 
 
 def measure_cost(req, case, tree, sides, cc, recs):

@@ -118,7 +118,7 @@ def retarget(src, dst):
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
-def seed(tree, bdir, compiler, want, full=False):
+def seed(tree, bdir, compiler, want, full=False, move_from=None):
     """Start a new build dir as a copy of the newest build dir of the same
     compiler and config in this tree, so Kbuild rebuilds only what differs
     between the two commits (a checkout rewrites exactly the files that
@@ -128,10 +128,15 @@ def seed(tree, bdir, compiler, want, full=False):
     so a seeded dir never reports a clean build.
     full: a whole kernel is about to be built: an existing dir without one
     is replaced by a copy of a dir that has one (its objects are as good a
-    start as the copy's, by the same argument). Returns the source dir's
-    name, or None."""
+    start as the copy's, by the same argument).
+    move_from: a dir of the same config to take over instead (renamed, not
+    copied: make track rolls one dir through a history). Returns the
+    source dir's name, or None."""
     if bdir.exists() and (not full or (bdir / "vmlinux").exists()):
         return None
+    if move_from is not None and Path(move_from).is_dir() and \
+            config_hash(move_from) == want and Path(move_from) != bdir:
+        return _take_over(tree, Path(move_from), bdir)
     same = [d for d in Path(tree).glob(f"kb-*-{compiler}")
             if d != bdir and config_hash(d) == want
             and (d / "include/generated/autoconf.h").is_file()
@@ -157,6 +162,24 @@ def seed(tree, bdir, compiler, want, full=False):
     return src.name
 
 
+def _take_over(tree, src, bdir):
+    """Rename build dir src (another commit's) to bdir, with the same care
+    as a copy: paths retargeted, the files that differ marked new."""
+    if mtimes.kept(tree) and not mtimes.known(tree, build.commit_of(src)):
+        return None
+    if bdir.exists():
+        shutil.rmtree(bdir)
+    src.rename(bdir)
+    retarget(src, bdir)
+    if mtimes.kept(tree):
+        mtimes.mark_changed(tree, build.commit_of(src), build.commit_of(bdir))
+    atomic_write(bdir / SEEDED, src.name + " (taken over)\n")
+    (bdir / BUILT).unlink(missing_ok=True)
+    (bdir / KERNEL).unlink(missing_ok=True)
+    log(f"{bdir.name}: takes over {src.name}'s build dir (same config and compiler)")
+    return src.name
+
+
 def _options(path):
     have = {}
     for line in Path(path).read_text().splitlines():
@@ -166,14 +189,15 @@ def _options(path):
     return have
 
 
-def configure(tree, bdir, compiler, config, seed_from_others=False, full=False):
+def configure(tree, bdir, compiler, config, seed_from_others=False, full=False,
+              move_from=None):
     """base config (or the user's .config) + fragment + olddefconfig;
     checks every fragment option took effect. Skipped when the build dir
     already has this config. seed_from_others: a new build dir may start
     as a copy of another (seed). A new config forgets what was built."""
     want = config.hash()
     if seed_from_others:
-        seed(tree, bdir, compiler, want, full)
+        seed(tree, bdir, compiler, want, full, move_from)
     if config_hash(bdir) == want and (bdir / ".config").exists():
         return
     bdir.mkdir(parents=True, exist_ok=True)
@@ -210,12 +234,12 @@ def configure(tree, bdir, compiler, config, seed_from_others=False, full=False):
     atomic_write(bdir / CONFIG, want + "\n")
 
 
-def build_objects(tree, bdir, compiler, config, targets, jobs):
+def build_objects(tree, bdir, compiler, config, targets, jobs, move_from=None):
     """Configure (seeding a new dir) and build `targets`; a config that
     fails is a build failure of every target (the code under test). The
     targets that built are noted."""
     try:
-        configure(tree, bdir, compiler, config, seed_from_others=True)
+        configure(tree, bdir, compiler, config, seed_from_others=True, move_from=move_from)
     except KexpandError as e:
         if e.klass != "build":
             raise

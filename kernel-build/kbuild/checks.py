@@ -26,7 +26,7 @@ TARGETS = {
               "THRESHOLD", "NO_MACROS", "ICOUNT_CAP", "NAME", "DASK_SCHEDULER",
               "FULL_BUILD"},
     "track": {"RANGE", "EVERY", "KERNEL", "FILES", "CC", "CONFIG", "KCONFIG",
-              "SCAN", "NAME", "ICOUNT_CAP", "DASK_SCHEDULER", "MAX_COMMITS"},
+              "SCAN", "NAME", "ICOUNT_CAP", "DASK_SCHEDULER", "MAX_COMMITS", "NO_MACROS"},
     "prepare": set(), "plots": set(), "report": set(), "analyzer-bench": set(),
 }
 TARGETS["report"] = set().union(*TARGETS.values())      # compare.py after any target
