@@ -12,7 +12,7 @@ PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev libc
               qemu-user python3-scipy python3-distributed
 PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 
-.PHONY: all bench bench-analyzer boot scan sweep prepare plots compare bisect check track test unit-test clean deps-bench deps-test
+.PHONY: all bench bench-analyzer bench-check boot scan sweep prepare plots compare bisect check track test unit-test clean deps-bench deps-test
 
 # Every variable (A, B, FILES, KERNEL, ...) reaches the programs as
 # environment, never as shell text: make puts command-line variables into
@@ -103,6 +103,11 @@ sweep: deps-bench $(TOOLS)
 	@$(call measure,sweep,--sweep)
 
 # Throughput of the C analyzer, and its cost relative to gcc -E (setup.c, laight-v4).
+# How long make check takes here (cold, base cached, one .c file) next to
+# its floor; results/check-bench-<config>.json (CONFIG=defconfig: the big one).
+bench-check: deps-bench $(TOOLS)
+	@$(call measure,check-bench,--check)
+
 bench-analyzer: deps-bench $(TOOLS)
 	@$(call fg,$(PY) bench/kexpand.py analyzer-bench); exit $$rc
 

@@ -23,7 +23,8 @@ import argparse
 from kbuild import series, settings
 from kbuild.util import main_wrapper
 
-from .cmd import analyzer, bench, bisection, boot, check, compare, prepare, scan, sweep, track
+from .cmd import (analyzer, bench, bisection, boot, check, checkbench, compare, prepare,
+                  scan, sweep, track)
 
 COMMON = ("case", "points", "files", "cc", "kernel", "a", "b", "file", "good",
           "bad", "threshold", "write_focus", "config", "kconfig")
@@ -53,6 +54,7 @@ def parser():
         "track": ["range", "every", "kernel", "files", "cc", "config", "kconfig",
                   "scan", "name", "no_macros", "max_commits"],
         "analyzer-bench": ["repeat"],
+        "check-bench": ["config", "kconfig"],
         "bisect-step": ["file", "tree", "step_threshold", "strict_config"],
     }
     for name, opts in specs.items():
@@ -86,7 +88,7 @@ def main(argv=None):
             "analyzer-bench": analyzer.cmd_analyzer_bench,
             "bisect": bisection.cmd_bisect, "scan": scan.cmd_scan,
             "sweep": sweep.cmd_sweep, "check": check.cmd_check,
-            "track": track.cmd_track}[cmd](req, case)
+            "track": track.cmd_track, "check-bench": checkbench.cmd_check_bench}[cmd](req, case)
 
 
 def run(argv=None):

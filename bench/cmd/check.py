@@ -111,6 +111,7 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
     """Base and tip of one compiler, then the details of what regressed."""
     cache = Cache(req.work)
     ccver, chash = build.compiler_version(cc), config.hash()
+    fresh = {"base": cache.get(cache.scan_key(base, cc, ccver, chash)) is None}
     scan_base = scan_point(req, case, tree, client, cache, config, base_ref, base, cc)
     tip = commits[-1][2]
     tipdir = sc.TipDir(req, tree, base, tip, cc, config, full)
@@ -118,6 +119,7 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
     key = cache.scan_key(tip, cc, ccver, chash) + ("-all" if req.full_build else "" if full
                                                    else f"-fast-{base[:12]}")
     scan_tip = cache.get(key)
+    fresh["tip"] = scan_tip is None
     if scan_tip is None:
         with req.split.timed("builds"):
             b = tipdir.ready_at(tip)
@@ -148,7 +150,8 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
             explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cache)
             cache.put(dkey, {"regressions": regs})
     return {"rows": rows, "regressions": regs, "improvements": better,
-            "scan_base": _scan_meta(scan_base), "scan_tip": _scan_meta(scan_tip),
+            "scan_base": _scan_meta(scan_base, fresh["base"]),
+            "scan_tip": _scan_meta(scan_tip, fresh["tip"]),
             "compiler_version": ccver}
 
 
@@ -156,9 +159,13 @@ def scanfiles_entries(tree, bdir):
     return sc.scanfiles.compile_commands(tree, bdir)
 
 
-def _scan_meta(s):
-    return {k: s.get(k) for k in ("n_files", "n_ok", "n_measured", "n_reused",
-                                  "total_bytes", "scan_seconds", "workers", "build")}
+def _scan_meta(s, fresh):
+    """A scan's figures; sum_file_seconds: the -E seconds of the files
+    this run measured (0 when the whole scan came from the cache)."""
+    return dict({k: s.get(k) for k in ("n_files", "n_ok", "n_measured", "n_reused",
+                                       "total_bytes", "scan_seconds", "workers", "build")},
+                from_cache=not fresh,
+                sum_file_seconds=s.get("measured_seconds", 0.0) if fresh else 0.0)
 
 
 def record(req, name, posted, base_ref, base, commits, repo, package, config, per_cc,

@@ -206,6 +206,7 @@ def summary(files, measured, wall, workers):
     return {"files": files, "n_files": len(files), "n_ok": len(ok),
             "n_measured": len(measured), "n_reused": len(files) - len(measured),
             "total_bytes": sum(v["bytes"] for v in ok),
+            "measured_seconds": round(sum(secs), 2),
             "scan_seconds": round(wall, 2), "workers": workers,
             "median_file_seconds": round(med, 4),
             "ideal_seconds": round(ideal, 2),

@@ -143,7 +143,7 @@ def seed(tree, bdir, compiler, want, full=False, move_from=None):
             and (not full or (d / "vmlinux").is_file())]
     if not same:
         return None
-    src = max(same, key=lambda d: (d / CONFIG).stat().st_mtime)
+    src = nearest(tree, bdir, same)
     kept = mtimes.kept(tree)
     if kept and not mtimes.known(tree, build.commit_of(src)):
         return None                 # which files differ is unknowable
@@ -160,6 +160,16 @@ def seed(tree, bdir, compiler, want, full=False, move_from=None):
     (bdir / CONFIG).touch()       # the next dir seeds from this one
     log(f"{bdir.name}: starts from a copy of {src.name} (same config and compiler)")
     return src.name
+
+
+def nearest(tree, bdir, dirs):
+    """Of build dirs `dirs`, the one whose commit differs from bdir's in
+    the fewest files (the least to rebuild; a dir of another commit with
+    the same tree rebuilds nothing), the newest of those."""
+    def cost(d):
+        n = mtimes.count_changed(tree, build.commit_of(d), build.commit_of(bdir))
+        return (n if n is not None else 1 << 30, -(d / CONFIG).stat().st_mtime)
+    return min(dirs, key=cost)
 
 
 def _take_over(tree, src, bdir):

@@ -28,6 +28,7 @@ TARGETS = {
     "track": {"RANGE", "EVERY", "KERNEL", "FILES", "CC", "CONFIG", "KCONFIG",
               "SCAN", "NAME", "ICOUNT_CAP", "DASK_SCHEDULER", "MAX_COMMITS", "NO_MACROS"},
     "prepare": set(), "plots": set(), "report": set(), "analyzer-bench": set(),
+    "check-bench": {"CONFIG", "KCONFIG"},
 }
 TARGETS["report"] = set().union(*TARGETS.values())      # compare.py after any target
 ALL = COMMON.union(*TARGETS.values())

@@ -1,0 +1,95 @@
+"""make bench-check: how long make check takes here, next to its floor.
+Not a test (nothing is asserted on time): three runs of make check on the
+packaged tree, each timed, written to results/check-bench.json.
+
+  cold         Laight's v4 (cases/minmax/patches 0002-0006, seeds 002-006)
+               on pre-6.7 in a fresh work directory: unpack, the base's
+               full build and scan, the tip, the details
+  base cached  another tip on the same base (v4 without its 5/5, as the
+               next version of a series would be): only the tip and its
+               details are new
+  one .c file  a one-line patch to arch/x86/xen/setup.c, base cached
+
+The floor of a run is the sum of the per-file -E seconds it measured (the
+scans' own figures) divided by the cores: what the preprocessing alone
+costs on this machine. The fresh work directory is made next to
+KEXPAND_WORK (kexpand-check-bench-<time>) and kept."""
+import copy
+import datetime
+import os
+import time
+from pathlib import Path
+
+from kbuild.util import atomic_write, atomic_write_json, log
+
+from .check import cmd_check
+
+PATCHES = ["0002", "0003", "0004", "0005", "0006"]
+TARGETS = {"tinyconfig": {"cold": 12 * 60, "base cached": 5 * 60, "one .c file": 2 * 60},
+           "defconfig": {"cold": 30 * 60, "base cached": 10 * 60, "one .c file": 2 * 60}}
+ONE_C = """From: kexpand bench-check <kexpand@localhost>
+Date: Mon, 1 Jan 2024 00:00:00 +0000
+Subject: [PATCH] xen: a comment in setup.c
+
+---
+diff --git a/arch/x86/xen/setup.c b/arch/x86/xen/setup.c
+--- a/arch/x86/xen/setup.c
++++ b/arch/x86/xen/setup.c
+@@ -1,3 +1,4 @@
++/* kexpand bench-check: a one-line change to one C file */
+"""
+
+
+def one_c_patch(tree, out):
+    """A patch adding a comment before setup.c's first line."""
+    head = (Path(tree) / "arch/x86/xen/setup.c").read_text().splitlines()[:3]
+    path = out / "one-c.patch"
+    atomic_write(path, ONE_C + "".join(f" {line}\n" for line in head))
+    return path
+
+
+def floor_s(req, name):
+    """The sum of per-file -E seconds the run's scans measured / cores."""
+    import json
+    total = 0.0
+    for j in (req.results / "check").glob(f"{name}*/check.json"):
+        rec = json.loads(j.read_text())
+        for d in rec["results"].values():
+            for side in ("scan_base", "scan_tip"):
+                total += (d[side].get("sum_file_seconds") or 0.0)
+    return round(total / max(1, req.jobs), 1)
+
+
+def cmd_check_bench(req, case):
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    work = req.work.parent / f"kexpand-check-bench-{stamp}"
+    patches = sorted(str(p) for p in (case.dir / "patches").iterdir()
+                     if p.name[:4] in PATCHES)
+    runs, config = [], req.config_base if not req.kconfig else "kconfig"
+    scratch = work.parent / f"kexpand-check-bench-{stamp}-patches"
+    scratch.mkdir(parents=True)
+    for label, pats, name in (("cold", patches, "bench-cold"),
+                              ("base cached", patches[:-1], "bench-next"),
+                              ("one .c file", None, "bench-one-c")):
+        r = copy.copy(req)
+        r.command, r.work, r.base, r.name = "check", work, "pre-6.7", f"{name}-{stamp}"
+        r.patches = pats or [str(one_c_patch(work / "tree", scratch))]
+        r.a = r.b = None
+        log(f"bench-check: {label} ({len(r.patches)} patch(es))")
+        t0 = time.monotonic()
+        code = cmd_check(r, case)
+        secs = round(time.monotonic() - t0, 1)
+        target = TARGETS.get(config, {}).get(label)
+        runs.append({"run": label, "seconds": secs, "exit_code": code,
+                     "floor_s": floor_s(r, r.name), "target_s": target,
+                     "within_target": None if target is None else secs <= target})
+        log(f"bench-check: {label}: {secs} s (floor {runs[-1]['floor_s']} s"
+            + (f", target {target} s" if target else "") + ")")
+    out = {"config": config, "jobs": req.jobs, "cpus": os.cpu_count(), "work": str(work),
+           "runs": runs, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+               timespec="seconds")}
+    atomic_write_json(req.results / f"check-bench-{config}.json", out)
+    for x in runs:
+        print(f"{x['run']:12} {x['seconds']:8.1f} s   floor {x['floor_s']:7.1f} s   "
+              f"target {x['target_s'] or '-'} s")
+    return 0
