@@ -154,7 +154,7 @@ def pair_rows(pair, records, noise=None):
                 continue
             row = {"file": f, "compiler": cc, "status": "ok",
                    "bytes_a": ea["expanded_bytes"], "bytes_b": eb["expanded_bytes"],
-                   "bytes_ratio": round(eb["expanded_bytes"] / ea["expanded_bytes"], 4),
+                   "bytes_ratio": round(eb["expanded_bytes"] / ea["expanded_bytes"], 6),
                    "longest_line_a": ea["longest_line_bytes"],
                    "longest_line_b": eb["longest_line_bytes"],
                    "hot_a": ea.get("hot_lines", []), "hot_b": eb.get("hot_lines", [])}

@@ -72,12 +72,25 @@ def tables(index, records):
     return "\n".join(out) + "\n"
 
 
-def direction(ratio):
+def direction(ratio, a=None, b=None):
+    """B/A as text. "same" only when the bytes are equal (a, b given);
+    otherwise enough digits that a real difference never reads as 1.00x,
+    and the difference in bytes."""
     if ratio is None:
         return ""
+    if a is not None and b is not None:
+        if a == b:
+            return "1x (same)"
+        delta = f", {b - a:+,} bytes"
+    else:
+        delta = ""
     if ratio >= 1:
-        return f"{ratio:.2f}x ({ratio:.1f}x larger)" if ratio >= 1.005 else "1.00x (same)"
-    return f"{ratio:.4g}x ({1 / ratio:.1f}x smaller)"
+        digits = 2 if ratio >= 1.01 else 6
+        word = f"{ratio:.1f}x larger" if ratio >= 1.05 else "larger"
+        return f"{ratio:.{digits}f}x ({word}{delta})"
+    digits = 4 if ratio <= 0.99 else 6
+    word = f"{1 / ratio:.1f}x smaller" if ratio <= 0.95 else "smaller"
+    return f"{ratio:.{digits}g}x ({word}{delta})"
 
 
 def changed_lines_markdown(changes):
@@ -140,7 +153,7 @@ def pair_markdown(pair, rows, changes=None):
             t = "c_time_a_s" in r
             out.append(
                 f"| {r['file']} | {r['bytes_a']:,} | {r['bytes_b']:,} | "
-                f"{direction(r['bytes_ratio'])} | "
+                f"{direction(r['bytes_ratio'], r['bytes_a'], r['bytes_b'])} | "
                 + (f"{ratio(r.get('c_instructions_ratio'), 6)} | "
                    f"{ratio(r.get('c_cpu_time_ratio'))} | "
                    f"{r['c_time_a_s']:.3f} ± {r['c_sd_a']:.3f} | "

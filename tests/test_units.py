@@ -626,3 +626,14 @@ def test_scan_measures_a_file_built_twice_once_with_its_own_object(tmp_path):
     # a file built only under another name still counts, with that command
     assert scan.one_per_file([("lib/ctype.c", ["gcc", "-o", "x/lib-ctype.o"])]) == \
         [("lib/ctype.c", ["gcc", "-o", "x/lib-ctype.o"])]
+
+
+def test_a_real_difference_is_never_reported_as_the_same():
+    """6.12's setup.c went from 3,513,019 to 3,514,340 bytes and a compare
+    report said "1.00x (same)": "same" only for equal bytes, and enough
+    digits plus the difference in bytes otherwise."""
+    from plots.tables import direction
+    text = direction(round(3_514_340 / 3_513_019, 6), 3_513_019, 3_514_340)
+    assert "same" not in text and "1.000376x" in text and "+1,321 bytes" in text
+    assert direction(1.0, 7, 7) == "1x (same)"
+    assert "-1 bytes" in direction(round(999_999 / 1_000_000, 6), 1_000_000, 999_999)

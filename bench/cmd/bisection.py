@@ -7,17 +7,19 @@ import shutil
 import sys
 from pathlib import Path
 
-from kbuild import series, trees
-from kbuild.settings import parse_threshold
-from kbuild import workdir
+from kbuild import series, trees, workdir
 from kbuild.proc import run
-from kbuild.util import KexpandError, atomic_write_json, log
+from kbuild.settings import parse_threshold
+from kbuild.util import EXIT_BUILD, KexpandError, atomic_write_json, log
 
 from .. import results
 from ..measure import macros
 from ..measure.point import measure_point
 from .inputs import (check_file_names, file_slug, make_command,
                      open_tree)
+
+# what `git bisect run` reads from a step's exit code
+BISECT_GOOD, BISECT_BAD, BISECT_SKIP, BISECT_ABORT = 0, 1, 125, 255
 
 
 def measure_one(req, case, tree, name, commit, file):
@@ -94,7 +96,9 @@ def cmd_bisect(req, case):
         d = results.report_dir(req, "bisect", req.good, req.bad)
         atomic_write_json(d / f"{file_slug(req.file)}.json", out)
     print_bisect(out, thr, table)
-    return 0 if out["agrees_with_per_commit_measurements"] else 3
+    # a bisect that disagrees with the per-commit table is a failed build
+    # of the answer (README, "Exit codes")
+    return 0 if out["agrees_with_per_commit_measurements"] else EXIT_BUILD
 
 
 def git_bisect(req, case, tree, good, bad, thr, gb, bb):
@@ -166,10 +170,10 @@ def cmd_bisect_step(req, case, tree, threshold):
     except KexpandError as err:
         log(f"bisect step {commit[:12]}: {err}")
         # the machine failed, not the commit: abort the bisect (> 127)
-        return 255 if err.klass == "infra" else 125
+        return BISECT_ABORT if err.klass == "infra" else BISECT_SKIP
     if e.get("status") != "ok":
-        return 125
+        return BISECT_SKIP
     b = e["expanded_bytes"]
     log(f"bisect step {commit[:12]}: {b:,} bytes "
         f"({'bad' if b > threshold else 'good'})")
-    return 1 if b > threshold else 0
+    return BISECT_BAD if b > threshold else BISECT_GOOD
