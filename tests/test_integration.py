@@ -88,12 +88,21 @@ def test_setup_c_expansion(env):
 
 
 def test_second_run_uses_cache(env):
+    """The same bench again measures nothing: nothing built, preprocessed,
+    checked out or cached anew (summary.csv alone would be the same either
+    way: the bytes are exact)."""
     base, e = env
     before = (base / "results/summary.csv").read_text()
+    cache = {p.name: p.stat().st_mtime_ns for p in (base / "work/cache").iterdir()}
+    head = subprocess.run(["git", "-C", base / "work/tree", "rev-parse", "HEAD"],
+                          capture_output=True, text=True).stdout
     p = kx(e, "bench", "--points", "pre-6.7,laight-v4,laight-v4-clamp-move",
            "--files", "arch/x86/xen/setup.c", "--cc", "gcc", "--no-time", "--no-boot",
            "--no-macros")
     assert "building" not in p.stderr and "preprocessing" not in p.stderr
+    assert {p.name: p.stat().st_mtime_ns for p in (base / "work/cache").iterdir()} == cache
+    assert subprocess.run(["git", "-C", base / "work/tree", "rev-parse", "HEAD"],
+                          capture_output=True, text=True).stdout == head
     assert (base / "results/summary.csv").read_text() == before
 
 
