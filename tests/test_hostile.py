@@ -12,7 +12,6 @@ import json
 import os
 import random
 import re
-import signal
 import stat
 import subprocess
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from test_faults import FAKE, PY, REPO, descendants, fake, kx, mk  # noqa: F401
+from test_faults import FAKE, PY, REPO, fake, kx, mk  # noqa: F401
 
 SETUP = "arch/x86/xen/setup.c"
 IGNORED = {"__pycache__", ".pytest_cache"}
