@@ -6,6 +6,7 @@ after every measuring command.
   compare.py [--case minmax] [--results DIR]   series plots + tables + page
   compare.py --pair results/compare/A..B        one A-vs-B report + page
   compare.py --scan results/scan/A..B           a scan ranking report + page
+  compare.py --check | --track | --index         checks, tracks, only the pages
 
 Series output, per compiler CC in the records:
   results/plots/{expansion,longest-line,e-time,c-time,peak-rss}-CC.{png,svg}
@@ -13,6 +14,8 @@ Series output, per compiler CC in the records:
   results/plots/flame-FILE-N-POINT.svg (each focus file's hottest line, clang)
 Pair output (results/compare/A..B/): report.md, compare.csv, bytes-CC.*,
 c-time-CC.*. Scan output (results/scan/A..B/): ranking.md, growth.*.
+Tracks (results/track/NAME/): index.html, graphs/*.svg, c/COMMIT.html. Every
+mode ends with results/index.html, results/pages/, each report's index.html.
 Imports: bench.results (the results/ contract), bench.stats, plots/."""
 import argparse
 import csv
@@ -30,6 +33,7 @@ from kbuild.util import (KexpandError, atomic_write, log,  # noqa: E402
 from plots import macros, page, regression, tables    # noqa: E402
 from plots import check as check_report                # noqa: E402
 from plots import sweep as sweep_report                # noqa: E402
+from plots import trackpage                            # noqa: E402
 from plots.tables import ok                            # noqa: E402
 
 COMPARE_COLUMNS = ["file", "compiler", "bytes_a", "bytes_b", "bytes_ratio",
@@ -203,8 +207,30 @@ def write_check_reports(results):
     return done
 
 
-def write_sweep_report(results, point, file):
-    d = results / "sweep" / bench.results.safe_name(point) / file.replace("/", "_")
+def redraw_sweeps(results):
+    """make plots: every sweep report drawn again from its sweep.json (a
+    scan's ranking is not: an older pair.json may lack what it shows)."""
+    for d in sorted(j.parent for j in results.glob("sweep/*/*/sweep.json")):
+        try:
+            write_sweep_report(results, None, None, d)
+        except (KexpandError, KeyError, TypeError, ValueError) as err:
+            log(f"warning: {d}: not drawn again: {err}")
+
+
+def write_tracks(results):
+    """Every track's graphs and pages, after the compare reports they name
+    for their interesting points that were measured but not drawn yet."""
+    for d in trackpage.undrawn_compares(results):
+        try:
+            write_pair_report(results, d)
+        except KexpandError as err:
+            log(f"warning: {d}: no report drawn for a track: {err}")
+    for p in trackpage.write_all(results):
+        log(f"wrote {p}")
+
+
+def write_sweep_report(results, point, file, d=None):
+    d = d or results / "sweep" / bench.results.safe_name(point) / file.replace("/", "_")
     data = read_json(d / "sweep.json")
     if not isinstance(data, dict):
         raise KexpandError(f"no {d}/sweep.json: run 'make sweep FILE=... POINT=...'")
@@ -328,8 +354,11 @@ def main(argv=None):
                       help="the sweep report of FILE at POINT (from the environment)")
     mode.add_argument("--check", action="store_true",
                       help="the reports of every make check under results/check/")
+    mode.add_argument("--track", action="store_true",
+                      help="the graphs and pages of every make track under results/track/")
     mode.add_argument("--index", action="store_true",
-                      help="only results/index.html")
+                      help="only the pages: results/index.html, results/pages/, each "
+                      "report's index.html")
     args = ap.parse_args(argv)
     # the same Request as the measuring side (kbuild.settings), so that a
     # setting means the same here (KEXPAND_RESULTS='~/x', CONFIG=, KERNEL=)
@@ -350,9 +379,13 @@ def main(argv=None):
     elif args.pair:
         write_pair_report(results, args.pair)
         print((Path(args.pair) / "report.md").read_text())
-    elif not args.index:
+    elif not (args.index or args.track):    # make plots: everything
         write_series(results, req.case)
-    out = page.write_index(results, PLOT_ORDER)
+        write_check_reports(results)
+        redraw_sweeps(results)
+    if not (args.index or args.check or args.scan or args.sweep):
+        write_tracks(results)   # a compare may be a track's commit against its parent
+    out = page.write_index(results, PLOT_ORDER, req.case)
     log(f"wrote {out}")
     return 0
 

@@ -1,136 +1,59 @@
-"""results/index.html: every plot and table of the latest bench and of each
-compare, bisect and scan run, with relative links, viewable offline.
-Markdown goes through Debian's python3-markdown (tables extension)."""
-import html
-import re
+"""results/index.html: a short page a person reads: the finding (per
+focus file, the worst point, its factor against the best and the line
+responsible), then the sections, each a page of its own under
+results/pages/ and each report a page beside its files (plots/sections.py,
+plots/reports.py, plots/trackpage.py). Relative links only, offline."""
 from pathlib import Path
 
-import markdown
+from bench.results import load_records
 
-from bench.results import atomic_write, log, read_json
+from . import reports, sections, trackpage
+from .finding import finding_html
+from .htmlkit import esc, link, md_to_html, page, write  # noqa: F401  (md_to_html: the API)
 
-
-CODE_SPAN = re.compile(r"<code>(.*?)</code>", re.S)
-
-
-def md_to_html(md):
-    """Markdown with tables; a pipe escaped inside a table cell's code span
-    (`a\\|b`) shows as a plain pipe, as on GitHub."""
-    out = markdown.markdown(md, extensions=["tables"])
-    return CODE_SPAN.sub(lambda m: "<code>" + m.group(1).replace("\\|", "|") + "</code>", out)
+NAV_ITEMS = 12      # reports listed on the index per section; all on its page
 
 
-PAGE_STYLE = """body{font-family:sans-serif;margin:1.5em;max-width:1200px}
-table{border-collapse:collapse;font-size:12px;margin:.5em 0}
-td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}
-td:first-child,th:first-child{text-align:left}
-code{font-size:11px}img{max-width:100%;border:1px solid #eee}
-p.li{margin:.1em 0}"""
-
-PAGE_SCRIPT = """window.addEventListener('load',function(){
-var bad=0;document.querySelectorAll('img').forEach(function(i){
-var ok=i.complete&&i.naturalWidth>0;i.setAttribute('data-loaded',ok?'1':'0');
-if(!ok)bad++;});document.body.setAttribute('data-images-broken',bad);});"""
-
-
-def last_bench_html(last):
-    """The last bench's wall-time split; when it measured nothing (all
-    cached), the last cold run's split beside it."""
-    def one(run):
-        return (f"<code>{html.escape(run['command'])}</code>, {run['total_s']:.0f} s ("
-                + ", ".join(f"{html.escape(k)} {v:.0f} s" for k, v in run["split_s"].items())
-                + ")")
-    out = "<p>Last bench: " + one(last) + "</p>"
-    cold = last.get("last_cold")
-    if isinstance(cold, dict) and cold.get("total_s") != last["total_s"]:
-        out += "<p>Last cold bench (everything measured): " + one(cold) + "</p>"
-    return out
+def nav_html(index, secs):
+    out = ["<h2>Sections</h2><ul>"]
+    for s in secs:
+        out.append(f"<li>{link(index, s['path'], s['title'])}: {esc(s['summary'])}")
+        items = s["items"]
+        if items:
+            out.append("<ul>" + "".join(
+                f"<li>{link(index, p, t)}{f': {esc(n)}' if n else ''}</li>"
+                for t, p, n in items[:NAV_ITEMS]) +
+                (f"<li>{len(items) - NAV_ITEMS} more on "
+                 f"{link(index, s['path'], s['title'].lower())}</li>"
+                 if len(items) > NAV_ITEMS else "") + "</ul>")
+        out.append("</li>")
+    out.append("</ul>")
+    return "".join(out)
 
 
-def bisect_html(b):
-    def cell(n):
-        return f"{n:,}" if isinstance(n, int) else "not measured"
-    rows = "".join(
-        f"<tr><td><code>{c['commit'][:12]}</code></td><td>{cell(c.get('bytes'))}</td>"
-        f"<td>{html.escape(c['subject'])}"
-        f"{' ← first bad' if c['commit'] == b['first_bad'] else ''}</td></tr>"
-        for c in b["per_commit"])
-    mac = ""
-    if b.get("first_bad_macros"):
-        num = lambda v: f"{v:,}" if isinstance(v, int) else "(not in top)"  # noqa: E731
-        mac = ("<p>macros whose own bytes (gcc) changed most at the first bad "
-               "commit:</p><table><tr><th>macro</th><th>before</th><th>after</th></tr>"
-               + "".join(f"<tr><td><code>{html.escape(m['macro'])}</code></td>"
-                         f"<td>{num(m['own_bytes_before'])}</td>"
-                         f"<td>{num(m['own_bytes_after'])}</td></tr>"
-                         for m in b["first_bad_macros"]) + "</table>")
-    return (f"<hr><h2>bisect: {html.escape(b['file'])} "
-            f"{html.escape(b['good']['ref'])}..{html.escape(b['bad']['ref'])}</h2>"
-            f"<p>threshold {b['threshold_bytes']:,} bytes; first bad: "
-            f"<code>{b['first_bad'][:12]}</code> {html.escape(b['first_bad_subject'])}</p>"
-            f"<table><tr><th>commit</th><th>bytes</th><th>subject</th></tr>{rows}</table>"
-            + mac)
-
-
-def image(results, p, link_svg=False):
-    rel = p.relative_to(results).as_posix()
-    img = f'<img src="{rel}" alt="{html.escape(p.stem)}">'
-    return f'<p><a href="{rel[:-4]}.svg">{img}</a></p>' if link_svg else f"<p>{img}</p>"
-
-
-def write_index(results, plot_order):
-    """results/index.html: every plot and table of the latest bench and of
-    each compare, bisect and scan run; relative links, viewable offline.
-    plot_order: the stems of the series plots, in the order to show them."""
+def write_index(results, plot_order, case=None):
+    """Every page of the site but the tracks' own (compare.py --track draws
+    those; their list is here): the section pages, a page per compare,
+    scan, sweep and check report, and results/index.html. plot_order: the
+    stems of the series plots, in the order to show them."""
     results = Path(results)
-    parts = ["<h1>kexpand results</h1>"]
-    last = read_json(results / "last-bench.json") if (results / "last-bench.json").exists() else None
-    if isinstance(last, dict) and "split_s" in last:
-        parts.append(last_bench_html(last))
-    rank = lambda p: (next((i for i, st in enumerate(plot_order)  # noqa: E731
-                            if p.stem.startswith(st + "-")), len(plot_order)), p.stem)
-    plots = sorted((results / "plots").glob("*.png"), key=rank) \
-        if (results / "plots").is_dir() else []
-    if plots:
-        parts.append("<h2>Series plots</h2>")
-        parts += [image(results, p, link_svg=True) for p in plots]
-    for i, name in enumerate(("expansion.md", "boot.md", "conformance.md")):
-        if (results / name).exists():
-            parts.append(("<hr>" if i else "") + md_to_html((results / name).read_text()))
-    flames = sorted((results / "plots").glob("flame-*.svg")) \
-        if (results / "plots").is_dir() else []
-    if flames:
-        parts.append("<hr><h2>Flame graphs: the hottest line of each focus file, "
-                     "by macro expansion stack (clang)</h2><p>Width: bytes produced "
-                     "inside a macro's expansions; bottom: the line, above it the "
-                     "outermost macro. Open one for its tooltips.</p>")
-        parts += [f'<p><a href="{p.relative_to(results).as_posix()}"><img '
-                  f'src="{p.relative_to(results).as_posix()}" alt="{html.escape(p.stem)}">'
-                  "</a></p>" for p in flames]
-    if (results / "macros.md").exists():
-        parts.append("<hr>" + md_to_html((results / "macros.md").read_text()))
-    for kind in ("compare", "scan"):
-        d = results / kind
-        for sub in sorted(p for p in d.iterdir() if p.is_dir()) if d.is_dir() else []:
-            rep = next((sub / n for n in ("report.md", "ranking.md")
-                        if (sub / n).exists()), None)
-            if rep:
-                parts.append(f"<hr><h2>{kind}: {html.escape(sub.name)}</h2>")
-                parts += [image(results, p) for p in sorted(sub.glob("*.png"))]
-                parts.append(md_to_html(rep.read_text()))
-    for rep in sorted(results.glob("sweep/*/*/sweep.md")):
-        parts.append(f"<hr><h2>sweep: {html.escape(rep.parent.parent.name)}, "
-                     f"{html.escape(rep.parent.name)}</h2>")
-        parts += [image(results, p) for p in sorted(rep.parent.glob("*.png"))]
-        parts.append(md_to_html(rep.read_text()))
-    for j in sorted((results / "bisect").glob("*/*.json")):
-        b = read_json(j)
-        try:
-            parts.append(bisect_html(b))
-        except (KeyError, TypeError, ValueError, AttributeError):
-            log(f"warning: skipping {j}: not a well-formed bisect record")
-    page = ("<!doctype html><html><head><meta charset=utf-8><title>kexpand "
-            f"results</title><style>{PAGE_STYLE}</style><script>{PAGE_SCRIPT}"
-            "</script></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
-    atomic_write(results / "index.html", page)
-    return results / "index.html"
+    series, _ = sections.series_of(results, case)
+    secs = [sections.series_page(results, plot_order, case),
+            sections.boots_page(results), sections.conformance_page(results),
+            sections.macros_page(results, plot_order), reports.compares(results),
+            reports.scans(results), reports.sweeps(results), reports.checks(results),
+            trackpage.tracks_section(results), sections.bisects_page(results)]
+    records = []
+    if series:
+        records = [r for r in load_records(results)
+                   if r.get("case", series.get("case")) == series.get("case")]
+    index = results / "index.html"
+    head = ""
+    if series:
+        head = (f"<p>How much the C preprocessor expands each focus file of "
+                f"{esc(series.get('package') or 'the tree')} at each point of the "
+                f"{esc(series.get('case') or '')} series "
+                f"({esc(series.get('config') or 'x86_64 tinyconfig + fragment')}).</p>")
+    body = head + finding_html(series, records) + nav_html(index, secs)
+    write(index, page(results, index, "kexpand results", body))
+    return index

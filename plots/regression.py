@@ -12,6 +12,8 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter   # noqa:
 
 from bench.results import atomic_write                                     # noqa: E402
 
+from .hover import Hover, value_text                                       # noqa: E402
+
 
 def human_bytes(v, _pos=None):
     for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
@@ -39,14 +41,22 @@ def _y_axis(ax, ylabel, log, formatter, ticks_125=False):
     ax.set_ylabel(ylabel)
 
 
-def _save(fig, out_base):
-    """PNG and SVG side by side, each written atomically (mode 0644)."""
+def unit_of(formatter):
+    return {human_bytes: "bytes", human_seconds: "s", human_kb: "kB"}.get(formatter, "")
+
+
+def _save(fig, out_base, hover=None):
+    """PNG and SVG side by side, each written atomically (mode 0644); the
+    SVG with the hover titles, if any."""
     fig.tight_layout()
     for ext in ("png", "svg"):
         buf = io.BytesIO()
         fig.savefig(buf, format=ext, dpi=110,
                     metadata={"Date": None} if ext == "svg" else None)
-        atomic_write(f"{out_base}.{ext}", buf.getvalue())
+        data = buf.getvalue()
+        if ext == "svg" and hover:
+            data = hover.apply(fig, data)
+        atomic_write(f"{out_base}.{ext}", data)
     plt.close(fig)
 
 
@@ -58,15 +68,20 @@ def series_plot(points, lines, out_base, title, ylabel, log=True,
     fig, ax = plt.subplots(figsize=(10, 5.5))
     x = list(range(len(points)))
     markers = "osD^v<>ph*"
+    hover, unit = Hover(), unit_of(formatter)
     for i, (label, ys) in enumerate(lines.items()):
         xs = [xi for xi, y in zip(x, ys) if y is not None]
         vs = [y for y in ys if y is not None]
-        if vs and errs and label in errs:
-            es = [e for e, y in zip(errs[label], ys) if y is not None]
+        es = [e for e, y in zip(errs[label], ys) if y is not None] \
+            if vs and errs and label in errs else None
+        if es is not None:
             ax.errorbar(xs, vs, yerr=es, marker=markers[i % len(markers)],
                         label=label, capsize=3)
         elif vs:
             ax.plot(xs, vs, marker=markers[i % len(markers)], label=label)
+        for j, (xi, v) in enumerate(zip(xs, vs)):
+            hover.point(ax, xi, v, f"{label} at {points[xi]}: {value_text(v, unit)}"
+                        + (f" ± {value_text(es[j], unit)}" if es and es[j] else ""))
     ax.set_xticks(x)
     ax.set_xticklabels(points, rotation=15 if len(points) < 8 else 35, ha="right",
                        fontsize=None if len(points) < 8 else 8)
@@ -75,7 +90,7 @@ def series_plot(points, lines, out_base, title, ylabel, log=True,
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.4)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    _save(fig, out_base)
+    _save(fig, out_base, hover)
 
 
 def pair_bars(files, a_vals, b_vals, a_label, b_label, out_base, title,
@@ -84,10 +99,17 @@ def pair_bars(files, a_vals, b_vals, a_label, b_label, out_base, title,
     fig, ax = plt.subplots(figsize=(10, 5.5))
     x = list(range(len(files)))
     w = 0.38
-    ax.bar([i - w / 2 for i in x], [v or 0 for v in a_vals], w, yerr=a_err,
-           capsize=3, label=f"A: {a_label}")
-    ax.bar([i + w / 2 for i in x], [v or 0 for v in b_vals], w, yerr=b_err,
-           capsize=3, label=f"B: {b_label}")
+    hover, unit = Hover(), unit_of(formatter)
+    for side, off, vals, err, name in (("A", -w / 2, a_vals, a_err, a_label),
+                                       ("B", w / 2, b_vals, b_err, b_label)):
+        bars = ax.bar([i + off for i in x], [v or 0 for v in vals], w, yerr=err,
+                      capsize=3, label=f"{side}: {name}")
+        for i, bar in enumerate(bars.patches):
+            ratio = (f", B/A x{b_vals[i] / a_vals[i]:.4g}" if side == "B" and a_vals[i]
+                     and b_vals[i] is not None else "")
+            hover.artist(bar, f"{files[i]}, {side} ({name}): {value_text(vals[i], unit)}"
+                         + (f" ± {value_text(err[i], unit)}" if err and err[i] else "")
+                         + ratio)
     ax.set_xticks(x)
     ax.set_xticklabels(files, rotation=20, ha="right", fontsize=8)
     _y_axis(ax, ylabel, log, formatter)
@@ -95,7 +117,7 @@ def pair_bars(files, a_vals, b_vals, a_label, b_label, out_base, title,
     ax.set_title(title, fontsize=10)
     ax.grid(True, axis="y", alpha=0.4)
     ax.legend(fontsize=8)
-    _save(fig, out_base)
+    _save(fig, out_base, hover)
 
 
 def growth_histogram(ratios, out_base, title):
@@ -105,7 +127,11 @@ def growth_histogram(ratios, out_base, title):
     lo, hi = min(lo, 0.99), max(hi, 1.01)
     n = 40
     edges = [lo * (hi / lo) ** (i / n) for i in range(n + 1)]
-    ax.hist(ratios, bins=edges, color="tab:blue")
+    counts, _, patches = ax.hist(ratios, bins=edges, color="tab:blue")
+    hover = Hover()
+    for i, (c, bar) in enumerate(zip(counts, patches)):
+        if c:
+            hover.artist(bar, f"B/A {edges[i]:.4g} to {edges[i + 1]:.4g}: {int(c):,} files")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.axvline(1.0, color="gray", lw=1)
@@ -113,7 +139,7 @@ def growth_histogram(ratios, out_base, title):
     ax.set_ylabel("number of files (log scale)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
-    _save(fig, out_base)
+    _save(fig, out_base, hover)
 
 
 def totals_plot(points, totals, builds, clean, out_base, title):
@@ -121,6 +147,11 @@ def totals_plot(points, totals, builds, clean, out_base, title):
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
     x = list(range(len(points)))
     a1.plot(x, totals, marker="o")
+    hover = Hover()
+    for xi, p, t, b, c in zip(x, points, totals, builds, clean):
+        hover.point(a1, xi, t, f"{p}: {value_text(t, 'bytes')} of -E output, all C files")
+        hover.point(a2, xi, b, f"{p}: full build {value_text(b, 's')}"
+                    + ("" if c else " (not from a clean build dir)"))
     a1.yaxis.set_major_formatter(FuncFormatter(human_bytes))
     a1.set_ylabel("total -E bytes, all C files")
     a1.grid(True, alpha=0.4)
@@ -135,4 +166,4 @@ def totals_plot(points, totals, builds, clean, out_base, title):
     a2.set_xticklabels(points, rotation=15, ha="right")
     a2.set_xlabel("series point (in order)")
     a1.set_title(title, fontsize=10)
-    _save(fig, out_base)
+    _save(fig, out_base, hover)

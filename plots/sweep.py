@@ -1,5 +1,6 @@
 """The report of one `make sweep`: sweep.md and the effect plot, from
 results/sweep/<point>/<file>/sweep.json (written by bench/sweep.py)."""
+from .hover import Hover
 from .regression import _save, human_bytes, plt
 
 TOP = 15
@@ -13,13 +14,21 @@ def effect_plot(data, out_base):
         return None
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.8))
     y = range(len(rows))
-    ax.barh(list(y), [r["effect_ratio"] for r in rows], color="#4c72b0",
-            label="median bytes on / off, over the configs")
+    bars = ax.barh(list(y), [r["effect_ratio"] for r in rows], color="#4c72b0",
+                   label="median bytes on / off, over the configs")
+    hover = Hover()
+    for r, bar in zip(rows, bars.patches):
+        hover.artist(bar, f"{r['option']}: x{r['effect_ratio']} (median -E bytes "
+                     f"{r['median_bytes_on']:,} on, {r['median_bytes_off']:,} off; "
+                     f"on in {r['configs_on']} configs, off in {r['configs_off']})")
     conf = [(i, r["confirmed_ratio"]) for i, r in enumerate(rows)
             if isinstance(r.get("confirmed_ratio"), (int, float))]
     if conf:
         ax.plot([c for _, c in conf], [i for i, _ in conf], "o", color="#dd8452",
                 label="toggled alone on the base config")
+        for i, c in conf:
+            hover.point(ax, c, i, f"{rows[i]['option']} toggled alone on the base "
+                        f"config: x{c}")
     ax.set_xscale("log")
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_yticks(list(y), [r["option"] for r in rows], fontsize=8)
@@ -28,7 +37,7 @@ def effect_plot(data, out_base):
     ax.set_title(f"{data['file']} at {data['point']}: options by effect on "
                  f"expansion\n{n_ok} configurations, {data['package']}", fontsize=9)
     ax.legend(fontsize=8, loc="lower right")
-    return _save(fig, out_base)
+    return _save(fig, out_base, hover)
 
 
 def markdown(data, top=10):

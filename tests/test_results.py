@@ -178,13 +178,23 @@ def test_index_page_links_every_plot(results):
                     "--results", str(results)], check=True, capture_output=True)
     out = write_pair(results, [30.1, 31.0, 29.5], [0.61, 0.60, 0.62])
     compare.write_pair_report(results, out)
-    page = compare.page.write_index(results, compare.PLOT_ORDER).read_text()
-    imgs = re.findall(r'<img src="([^"]+)"', page)
-    assert "plots/expansion-gcc.png" in imgs
-    assert "compare/laight-v4..torvalds-fixes/bytes-gcc.png" in imgs
-    for i in imgs:
-        assert (results / i).exists(), i
-    assert "<table>" in page and "http" not in page.replace("http-equiv", "")
+    index = compare.page.write_index(results, compare.PLOT_ORDER)
+    # the index links the sections; the plots are on their pages, lazily
+    series = results / "pages" / "series.html"
+    pair = results / "compare" / "laight-v4..torvalds-fixes" / "index.html"
+    links = re.findall(r'<a href="([^"]+)"', index.read_text())
+    assert "pages/series.html" in links
+    assert "compare/laight-v4..torvalds-fixes/index.html" in links
+    imgs = {p: re.findall(r'<img src="([^"]+)" loading="lazy"', p.read_text())
+            for p in (series, pair)}
+    assert "../plots/expansion-gcc.png" in imgs[series]
+    assert "bytes-gcc.png" in imgs[pair]
+    for p, srcs in imgs.items():
+        text = p.read_text()
+        assert "<table>" in text and "http" not in text.replace("http-equiv", "")
+        for i in srcs:
+            assert (p.parent / i).exists(), i
+            assert f'<a href="{i[:-4]}.svg"' in text       # the SVG: values on hover
 
 
 def test_plots_are_the_same_bytes_for_the_same_data(tmp_path):
@@ -198,3 +208,36 @@ def test_plots_are_the_same_bytes_for_the_same_data(tmp_path):
         outs.append((base.with_suffix(".svg").read_bytes(),
                      base.with_suffix(".png").read_bytes()))
     assert outs[0] == outs[1] and b"<dc:date>" not in outs[0][0]
+
+
+def test_plots_show_their_values_on_hover(tmp_path):
+    """An SVG <title> per point (over the marker, where the axes put it)
+    and per bar, saying the value."""
+    from plots import regression, sweep
+    base = tmp_path / "s"
+    regression.series_plot(["a", "b"], {"x.c": [1_000_000, None], "y.c": [3e6, 2e6]},
+                           base, "t", "bytes")
+    svg = base.with_suffix(".svg").read_text()
+    dots = re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"[^>]*><title>([^<]*)</title>', svg)
+    assert [t for _, _, t in dots] == ["x.c at a: 1,000,000 bytes",
+                                       "y.c at a: 3,000,000 bytes", "y.c at b: 2,000,000 bytes"]
+    # matplotlib's own marker of x.c at a is where the title is
+    x, y = map(float, dots[0][:2])
+    marks = [(float(a), float(b)) for a, b in
+             re.findall(r'<use xlink:href="#m[0-9a-f]+" x="([\d.]+)" y="([\d.]+)"', svg)]
+    assert any(abs(a - x) < 0.05 and abs(b - y) < 0.05 for a, b in marks)
+    regression.pair_bars(["f.c"], [50_000_000], [3_000_000], "A1", "B1", tmp_path / "b",
+                         "t", "bytes")
+    titles = re.findall(r"<title>([^<]*)</title>", (tmp_path / "b.svg").read_text())
+    assert "f.c, A (A1): 50,000,000 bytes" in titles
+    assert "f.c, B (B1): 3,000,000 bytes, B/A x0.06" in titles
+    regression.totals_plot(["p"], [1_292_181_981], [797.0], [True], tmp_path / "t", "t")
+    assert "p: 1,292,181,981 bytes of -E output, all C files" in (tmp_path / "t.svg").read_text()
+    sweep.effect_plot({"file": "f.c", "point": "p", "package": "x", "configs": [],
+                       "options": [{"option": "CONFIG_A", "effect_ratio": 11.2,
+                                    "confirmed_ratio": 13.2, "median_bytes_on": 50_000_000,
+                                    "median_bytes_off": 4_500_000, "configs_on": 12,
+                                    "configs_off": 4}]}, tmp_path / "e")
+    text = (tmp_path / "e.svg").read_text()
+    assert "CONFIG_A: x11.2 (median -E bytes 50,000,000 on" in text
+    assert "CONFIG_A toggled alone on the base config: x13.2" in text
