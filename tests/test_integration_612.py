@@ -144,13 +144,19 @@ def test_scan_on_612_ranks_the_changed_file_first(k612):
     assert {f: (bdir / f).stat().st_mtime_ns for f in before} == before
 
 
-def mail(subject, path, old_lines, new_lines, start):
-    """A patch mail changing `old_lines` (starting at line `start`) of `path`."""
-    body = "".join(f"-{l}\n" for l in old_lines) + "".join(f"+{l}\n" for l in new_lines)
+def mail(subject, path, text, i, n_old, new_lines):
+    """A patch mail replacing lines i .. i + n_old - 1 (0-based) of `text`
+    (the file's lines) by `new_lines`, with three lines of context."""
+    a = max(0, i - 3)
+    before, old = text[a:i], text[i:i + n_old]
+    after = text[i + n_old:i + n_old + 3]
+    body = "".join(f" {l}\n" for l in before) + "".join(f"-{l}\n" for l in old) + \
+        "".join(f"+{l}\n" for l in new_lines) + "".join(f" {l}\n" for l in after)
+    ctx = len(before) + len(after)
     return (f"From: A Reviewer <r@example.org>\nDate: Mon, 2 Dec 2024 10:00:00 +0000\n"
             f"Subject: [PATCH] {subject}\n\nWritten by hand for the test.\n---\n"
             f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
-            f"@@ -{start},{len(old_lines)} +{start},{len(new_lines)} @@\n{body}")
+            f"@@ -{a + 1},{ctx + n_old} +{a + 1},{ctx + len(new_lines)} @@\n{body}")
 
 
 def check(env, base, user, name, patch):
@@ -184,9 +190,8 @@ def test_check_612_one_line_minmax_patch(k612):
     text = git(user, "show", "HEAD~3:include/linux/minmax.h").splitlines()
     i = text.index("#define min3(x, y, z) \\")
     patch = base / "min3.patch"
-    patch.write_text(mail("minmax: min3() as two min()s", "include/linux/minmax.h",
-                          text[i:i + 2], ["#define min3(x, y, z) min((typeof(x))min(x, y), z)"],
-                          i + 1))
+    patch.write_text(mail("minmax: min3() as two min()s", "include/linux/minmax.h", text, i, 2,
+                          ["#define min3(x, y, z) min((typeof(x))min(x, y), z)"]))
     code, rec = check(env, base, user, "one-line", patch)
     assert rec["path"] == "fast" and rec["results"]["gcc"]["scan_tip"]["n_measured"] > 300
     if code == 1:
@@ -197,8 +202,8 @@ def test_check_612_comment_only_patch_exits_0(k612):
     base, user, env = k612
     text = git(user, "show", "HEAD~3:mm/compaction.c").splitlines()
     patch = base / "comment.patch"
-    patch.write_text(mail("mm: a comment", "mm/compaction.c", text[:1],
-                          [text[0], "/* a comment that changes no expansion */"], 1))
+    patch.write_text(mail("mm: a comment", "mm/compaction.c", text, 0, 1,
+                          [text[0], "/* a comment that changes no expansion */"]))
     code, rec = check(env, base, user, "comment", patch)
     assert code == 0 and rec["verdict"] == "ok"
     assert rec["results"]["gcc"]["scan_tip"]["n_measured"] == 1       # only compaction.c

@@ -12,8 +12,9 @@ from kbuild.util import atomic_write_json, log, read_json
 ANALYZER_VERSION = "2"
 # Scans of version 1 could keep the wrong one of a C file built into two
 # objects (scanfiles.one_per_file); version 2 kept one hot line, version 3
-# keeps five (make check reports them) and a failing file's error.
-SCAN_VERSION = "3"
+# keeps five (make check reports them) and a failing file's error, version
+# 4 leaves build products out of the include dirs' listings.
+SCAN_VERSION = "4"
 MACROS_VERSION = "4"     # 4: kx-macros fixed (a hot line without macro bytes, repeated -l, #line)
 COST_VERSION = "1"
 CHECK_VERSION = "1"     # what make check's details hold

@@ -109,12 +109,25 @@ def _digest(path, memo):
 UNLISTED = ["include/generated/autoconf.h", "include/generated/autoksyms.h"]
 
 
+# what a build leaves in an object's directory and no source includes:
+# objects, archives, Kbuild's dot files (.x.o.cmd, .x.o.d), lists. Left out
+# of the listings, so that a dir with objects (a full build) and one
+# without (make check's prepared copy; Kbuild since v6.x puts the object
+# dir on the include path: -I mm) list the same headers.
+BUILD_PRODUCT = (".o", ".a", ".ko", ".mod", ".order", ".symvers", ".lto")
+
+
+def _listed(name):
+    return not name.startswith(".") and not name.endswith(BUILD_PRODUCT)
+
+
 def _listing(dirs, memo):
     """The names of every file under `dirs` ([(name as the command gives
-    it, path)]; recursively, the last one only at its top): a header added
-    where the include path would find it first, or one that a
-    __has_include() looked for, changes it. Only relative names go into
-    the hash: the build dir's own name must not."""
+    it, path)]; recursively, the last one only at its top) but the build's
+    products (BUILD_PRODUCT): a header added where the include path would
+    find it first, or one that a __has_include() looked for, changes it.
+    Only relative names go into the hash: the build dir's own name must
+    not."""
     k = ("listing",) + tuple(dirs)
     if k not in memo:
         h = hashlib.sha256()
@@ -124,7 +137,7 @@ def _listing(dirs, memo):
                 subdirs.sort()
                 if i == len(dirs) - 1:
                     subdirs[:] = []
-                for n in sorted(names):
+                for n in sorted(filter(_listed, names)):
                     h.update(os.path.relpath(os.path.join(root, n), d).encode() + b"\0")
         memo[k] = h.digest()
     return memo[k]
