@@ -247,3 +247,21 @@ def test_the_pool_runs_what_a_job_returns_first_and_fails_only_its_file():
     assert order == [("expand", "a"), ("count", "a"), ("count", "a'"),
                      ("expand", "c"), ("count", "c"), ("count", "c'")]
     assert failed == {"b": {"status": "error", "error": "b: no such command"}}
+
+
+def test_counts_do_not_see_the_environment_or_where_the_object_goes(tmp_path, monkeypatch):
+    """A count is hermetic: a fixed environment, the object and the tools at
+    paths of one length named by the command, PWD a link of one length. The
+    same command from two trees whose paths have one length, with another
+    environment and another scratch object, counts the same instructions
+    (to within gcc's own random seed: a few tens in tens of millions)."""
+    counts = []
+    for i, extra in enumerate(({"KX_NOISE": "x" * 10}, {"KX_NOISE": "y" * 3000})):
+        d = tmp_path / f"tree{i}" / "kb"
+        d.mkdir(parents=True)
+        (d.parent / "a.c").write_text(C_SOURCE)
+        monkeypatch.setenv("KX_NOISE", extra["KX_NOISE"])
+        scratch = tmp_path / ("s" * (1 + 40 * i)) / "a.o"     # another length each
+        argv = ["gcc", "-O2", "-c", "-o", str(scratch), "../a.c"]
+        counts.append(icount.count(argv, d, "gcc")["instructions"])
+    assert abs(counts[0] - counts[1]) <= 1e-5 * counts[0], counts

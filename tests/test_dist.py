@@ -165,8 +165,12 @@ def test_unreachable_scheduler_is_exit_5_naming_it(fake):
 def test_a_track_on_dask_workers_gives_the_local_results(fake, tmp_path):
     """make track with DASK_SCHEDULER=: each commit measured by a worker
     in its own work directory (its own clone of the user's tree): the same
-    values (bytes, longest lines, -c instructions) and the same interesting
-    changes as a local run."""
+    values (bytes and longest lines exactly, -c instructions within ten per
+    million) and the same interesting changes as a local run. (Counts are
+    hermetic but for the length of the work directory's path, which gcc's
+    realpath() of its include dirs sees: the local run's has the workers'
+    length; and gcc's own random seed, its -frandom-seed default, which
+    moves a count by a few tens of instructions now and then.)"""
     from test_track import COMP, SETUP, history
     base, env = fake
     user = tmp_path / "user"
@@ -174,7 +178,7 @@ def test_a_track_on_dask_workers_gives_the_local_results(fake, tmp_path):
 
     def run(name, **extra):
         e = dict(env, KEXPAND_RESULTS=str(base / f"res-{name}"),
-                 KEXPAND_WORK=str(base / f"work-{name}"))
+                 KEXPAND_WORK=str(base / f"work-{name}"[:7]))   # as long as "worker0"
         p = mk(e, "track", CASE="fake", KERNEL=user, RANGE=f"{ids[0]}..HEAD", CC="gcc",
                FILES=f"{SETUP} {COMP}", NAME="t", NO_MACROS=1, timeout=900, **extra)
         assert p.returncode == 0, p.stderr[-3000:]
@@ -189,9 +193,17 @@ def test_a_track_on_dask_workers_gives_the_local_results(fake, tmp_path):
     finally:
         cl.stop()
     assert "Dask workers" in p.stderr
-    assert [c["values"] for c in remote["commits"]] == [c["values"] for c in local["commits"]]
-    strip = lambda xs: [{k: v for k, v in x.items() if k != "compare"} for x in xs]  # noqa: E731
-    assert strip(remote["interesting"]) == strip(local["interesting"])
+    def exact(rec):
+        return [{f: {k: v for k, v in x.items() if k != "instructions_c"}
+                 for f, x in c["values"]["gcc"].items()} for c in rec["commits"]]
+    assert exact(remote) == exact(local)
+    for cr, cl in zip(remote["commits"], local["commits"]):
+        for f in cl["values"]["gcc"]:
+            a, b = cl["values"]["gcc"][f]["instructions_c"], cr["values"]["gcc"][f]["instructions_c"]
+            assert a and b and abs(a - b) <= 1e-5 * a, (f, a, b)
+    same = lambda xs: [(x["commit"], x["file"], x["metric"], x["before"], x["after"])  # noqa: E731
+                       for x in xs if x["metric"] != "instructions_c"]
+    assert same(remote["interesting"]) == same(local["interesting"])
     hosts = {c["setup"]["host"] for c in remote["commits"]}
     assert hosts and all(hosts)
     for i in range(2):            # each worker made its own clone of the user's tree

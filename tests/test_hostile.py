@@ -120,8 +120,9 @@ def test_bisect_over_unbuildable_commit_keeps_reports_working(fake, tmp_path):
     assert "Traceback" not in p.stdout + p.stderr
     page = index.read_text()
     assert page != before                       # rewritten, with the compare
-    assert "compare: HEAD_3-" in page
-    assert "not measured" in page               # and the bisect table kept
+    assert 'href="compare/HEAD_3-' in page
+    # and the bisect table kept, on its page
+    assert "not measured" in (base / "results/pages/bisects.html").read_text()
 
 
 # --- 2. settings errors are not cached --------------------------------------------

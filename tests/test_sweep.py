@@ -73,7 +73,9 @@ def test_sweep_ranks_the_multiplying_option_first(swept):
     assert 2 < sum(c["options"].get("CONFIG_FAKE_5LEVEL") == "y" for c in rand) < 8
     assert len({c["config_sha256"] for c in rand}) > 3
     assert (out / "effects.png").exists() and "CONFIG_FAKE_5LEVEL" in (out / "sweep.md").read_text()
-    assert "sweep: after" in (base / "results/index.html").read_text()
+    assert 'href="sweep/after/arch_x86_xen_setup.c/index.html"' in \
+        (base / "results/index.html").read_text()
+    assert "after, arch_x86_xen_setup.c" in (base / "results/pages/sweeps.html").read_text()
     # a second run measures nothing again (cached by the .config's hash)
     p = mk(env, "sweep", CASE="fake", FILE="arch/x86/xen/setup.c", POINT="after", N=12)
     assert p.returncode == 0 and "building" not in p.stderr

@@ -299,13 +299,16 @@ def test_count_one_reports_a_timeout_and_caches_nothing(tmp_path, monkeypatch):
 
 def test_new_timings_do_not_mix_with_old_and_counts_stay_valid(tmp_path):
     cache = Cache(tmp_path)
-    assert TIMING_VERSION != COST_VERSION == "1"
     args = (["c0ffee", "deadbeef"], "gcc", "gcc 12", "h", "mm/x.c")
-    old = Cache._key(*args, "interleaved", COST_VERSION, "runs=2/2")
-    assert cache.group_time_key(*args, "2/2") != old
-    # the key instruction counts had before timings got their own version
+    # timings and counts are versioned apart: timings by TIMING_VERSION...
+    assert cache.group_time_key(*args, "2/2") == \
+        Cache._key(*args, "interleaved", TIMING_VERSION, "runs=2/2")
+    assert cache.group_time_key(*args, "2/2") != \
+        Cache._key(*args, "interleaved", "1", "runs=2/2")       # the wait4 loop's
+    # ... counts by COST_VERSION alone
     assert cache.icount_key("c0ffee", "gcc", "gcc 12", "h", "mm/x.c", "time_c", "q") == \
-        Cache._key("c0ffee", "gcc", "gcc 12", "h", "mm/x.c", "time_c", "icount", "q", "1")
+        Cache._key("c0ffee", "gcc", "gcc 12", "h", "mm/x.c", "time_c", "icount", "q",
+                   COST_VERSION)
 
 
 def test_records_of_every_timer_are_well_formed():

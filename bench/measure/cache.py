@@ -16,7 +16,7 @@ ANALYZER_VERSION = "2"
 # 4 leaves build products out of the include dirs' listings.
 SCAN_VERSION = "4"
 MACROS_VERSION = "4"     # 4: kx-macros fixed (a hot line without macro bytes, repeated -l, #line)
-COST_VERSION = "1"
+COST_VERSION = "2"      # 2: counts run hermetically (icount.count)
 CHECK_VERSION = "1"     # what make check's details hold
 # Interleaved timings only (group_time_key): 2 since each run is timed by
 # hyperfine (before: kexpand's own wait4 loop), so that timings of the two

@@ -15,6 +15,8 @@ Counts under QEMU are of guest x86_64 instructions; they are deterministic
 for the same program, arguments and input (the slowdown is about 7-8x).
 Every count has a time limit (count_limit); a count that reaches it is
 killed with its process group (timing.TimedOut)."""
+import contextlib
+import fcntl
 import hashlib
 import os
 import shlex
@@ -120,6 +122,55 @@ def count_limit(estimate_s=None, src=None):
                  "of the file's -E CPU time in the expansion run), under QEMU")
 
 
+HERMETIC_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def _staged_tools():
+    """The plugin and the wrapper at a path of one length, named by their
+    content (/tmp/kx-icount-tools-<16 hex>/): the counted programs see
+    their paths, and must not see where this checkout is."""
+    h = hashlib.sha256(PLUGIN.read_bytes() + WRAP.read_bytes()).hexdigest()[:16]
+    d = Path("/tmp") / f"kx-icount-tools-{h}"
+    if not (d / WRAP.name).is_file():
+        tmp = Path(tempfile.mkdtemp(prefix=f".{d.name}-", dir="/tmp"))
+        for f in (PLUGIN, WRAP):
+            shutil.copy2(f, tmp / f.name)
+        try:
+            tmp.rename(d)
+        except OSError:                 # another count staged it meanwhile
+            shutil.rmtree(tmp, ignore_errors=True)
+    return d / PLUGIN.name, d / WRAP.name
+
+
+@contextlib.contextmanager
+def _count_dir(argv):
+    """The scratch dir of one count, named by the command: its name reaches
+    the compiler (the object's path), and a random name moved the count by
+    tens of instructions. Held under a lock, so two counts of one command
+    take turns; emptied after."""
+    same = repr(hermetic(argv, "-"))      # the command, wherever its object was to go
+    name = Path("/tmp") / f"kx-icount-{hashlib.sha256(same.encode()).hexdigest()[:16]}"
+    with open(f"{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            shutil.rmtree(name, ignore_errors=True)
+            name.mkdir()
+            yield str(name)
+        finally:
+            shutil.rmtree(name, ignore_errors=True)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def hermetic(argv, tmp):
+    """argv with its object written into `tmp` (a path of one length),
+    so that where the work directory is does not reach the count."""
+    out = list(argv)
+    for i, a in enumerate(out[:-1]):
+        if a == "-o" and out[i + 1] not in ("-", "/dev/null"):
+            out[i + 1] = str(Path(tmp) / "out.o")
+    return out
+
+
 def count(argv, cwd, cc, timeout=None):
     """Count the instructions of argv (run from cwd). Returns
     {"instructions", "instructions_source", "count_s", "processes"}; the
@@ -136,21 +187,36 @@ def count(argv, cwd, cc, timeout=None):
     prog = shutil.which(argv[0])
     if not prog:
         raise KexpandError(f"{argv[0]} not found on PATH", "infra")
-    with tempfile.TemporaryDirectory(prefix="kx-icount-") as tmp:
+    # counted hermetically: a fixed environment, the tools and the object at
+    # paths of one length, so that the same command counts the same
+    # instructions on any machine and in any work directory
+    with _count_dir(argv) as tmp:
         out = Path(tmp) / "counts"
+        argv = hermetic(argv, tmp)
+        # gcc asks for its working directory (libiberty's getpwd), and the
+        # length of that path shows in its count; getpwd takes $PWD when
+        # it names the same directory, so PWD is a link of one length
+        link = Path(tmp) / "cwd"
+        link.symlink_to(Path(cwd).resolve())
+        env = {"PATH": HERMETIC_PATH, "LC_ALL": "C", "PWD": str(link)}
+        # (no KEXPAND_RUN either: a count is bounded by its time limit).
+        # What is left: gcc draws a random seed per run (its -frandom-seed
+        # default), which moves a count by a few tens of instructions in
+        # tens of millions now and then
         if src == "perf":
-            cmd, env = ["perf", "stat", "-x,", "-e", "instructions:u", "-o",
-                        str(out), "--", *argv], None
+            cmd = ["perf", "stat", "-x,", "-e", "instructions:u", "-o",
+                   str(out), "--", *argv]
         else:
             if cc == "clang" and not clang_in_process(argv, cwd):
                 raise KexpandError("clang runs a job of this command in a "
                                    "subprocess, which QEMU would not count: "
                                    f"{' '.join(argv[:3])} ...", "infra")
-            cmd = [QEMU, "-plugin", str(PLUGIN), prog, *argv[1:]]
+            plugin, wrap = _staged_tools()
+            cmd = [QEMU, "-plugin", str(plugin), prog, *argv[1:]]
             if cc == "gcc":
-                cmd += ["-wrapper", str(WRAP)]
-            env = dict(os.environ, KX_ICOUNT_OUT=str(out),
-                       KX_QEMU=shutil.which(QEMU), KX_ICOUNT_PLUGIN=str(PLUGIN))
+                cmd += ["-wrapper", str(wrap)]
+            env.update(KX_ICOUNT_OUT=str(out), KX_QEMU=shutil.which(QEMU),
+                       KX_ICOUNT_PLUGIN=str(plugin))
         t0 = time.monotonic()
         try:
             p = run(cmd, cwd=cwd, check=False, env=env, timeout=timeout.seconds,

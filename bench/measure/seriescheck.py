@@ -90,7 +90,11 @@ class TipDir:
     def __init__(self, req, tree, base, tip, cc, config, full):
         self.req, self.tree, self.cc, self.config = req, tree, cc, config
         self.base_dir = build.build_dir(tree, base, cc)
-        self.dir = build.build_dir(tree, tip, cc)
+        # a whole kernel built from the same files (another commit id: a
+        # point of the case the series rebuilds, a commit of the user's)
+        # is the tip's full build
+        self.dir = (full and builddir.same_tree_kernel(tree, tip, cc, config.hash())) or \
+            build.build_dir(tree, tip, cc)
         self.full = full
         self.entries = None        # the commands measured (fast path)
 

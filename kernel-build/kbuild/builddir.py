@@ -78,6 +78,21 @@ def has_kernel(bdir, chash):
         _owner(bdir, chash) in _list(bdir)
 
 
+def same_tree_kernel(tree, commit, compiler, chash):
+    """A build dir holding a whole kernel built at this config from a
+    commit whose files are `commit`'s (the same git tree object): that
+    build is `commit`'s build. None if there is none."""
+    from .gitops import git
+    want = git(tree, "rev-parse", f"{commit}^{{tree}}").stdout.strip()
+    for d in sorted(Path(tree).glob(f"kb-*-{compiler}")):
+        if has_kernel(d, chash) and (d / "vmlinux").is_file():
+            got = git(tree, "rev-parse", "-q", "--verify", f"{build.commit_of(d)}^{{tree}}",
+                      check=False).stdout.strip()
+            if got == want:
+                return d
+    return None
+
+
 def note_built(bdir, targets, failed=()):
     """Add the targets just built (but not those that failed) to the list;
     a list of another dir or config starts again. Nothing to note where

@@ -8,7 +8,7 @@ lock that lets one run at a time use it.
   lock is taken and removed when it is released; a refused run reads it
   and never writes it.
 - A run that died (kill -9) can leave children behind: every child a run
-  starts carries KEXPAND_RUN=<work dir>:<pid> in its environment (make,
+  starts carries KEXPAND_RUN=<work dir hash>:<pid> in its environment (make,
   the compilers, tar, git, QEMU inherit it). The next run that takes the
   lock kills the processes whose tag names this work directory and a pid
   that is no longer alive, then removes the dead run's half-made entries
@@ -104,10 +104,17 @@ def _alive(pid):
     return True
 
 
+def run_tag(work, pid):
+    """KEXPAND_RUN's value: the work directory (hashed) and the run's pid,
+    of one length whatever they are (an instruction count sees it)."""
+    import hashlib
+    return f"{hashlib.sha256(str(work).encode()).hexdigest()[:16]}:{pid:010d}"
+
+
 def leftovers(work):
     """Pids of processes started by a run on `work` that is dead."""
     out, me = [], os.getpid()
-    prefix = f"{work}:"
+    prefix = run_tag(work, 0).split(":")[0] + ":"
     for d in Path("/proc").iterdir():
         if not d.name.isdigit() or int(d.name) == me:
             continue
@@ -186,7 +193,7 @@ def lock(work):
         if unpacking.exists():
             log(f"removing {unpacking}: an unpack that did not finish")
             shutil.rmtree(unpacking)
-        os.environ[RUN_VAR] = f"{work}:{os.getpid()}"
+        os.environ[RUN_VAR] = run_tag(work, os.getpid())
         yield
     finally:
         if old_tag is None:
