@@ -159,13 +159,13 @@ def mail(subject, path, text, i, n_old, new_lines):
             f"@@ -{a + 1},{ctx + n_old} +{a + 1},{ctx + len(new_lines)} @@\n{body}")
 
 
-def check(env, base, user, name, patch):
-    """make check of one patch on HEAD~3, fast, then FULL_BUILD=1: every
-    file's bytes at the tip the same both ways. Returns the fast run's
-    exit code (0, or 1 for a regression) and its check.json."""
+def check(env, base, user, name, patch, full=True):
+    """make check of one patch on HEAD~3, fast, then (full) FULL_BUILD=1:
+    every file's bytes at the tip the same both ways. Returns the fast
+    run's exit code (0, or 1 for a regression) and its check.json."""
     codes, rows = [], []
-    for n, extra in ((name, {}), (f"{name}-full", {"FULL_BUILD": "1",
-                                                  "THRESHOLD": "1000000%"})):
+    runs = ((name, {}), (f"{name}-full", {"FULL_BUILD": "1", "THRESHOLD": "1000000%"}))
+    for n, extra in runs[:2 if full else 1]:
         p = subprocess.run(["make", "-s", "-C", str(REPO), "check", f"KERNEL={user}",
                             "BASE=HEAD~3", f"PATCHES={patch}", "CC=gcc", "NO_MACROS=1",
                             "ICOUNT_CAP=0", f"NAME={n}", *(f"{k}={v}" for k, v in extra.items())],
@@ -178,7 +178,8 @@ def check(env, base, user, name, patch):
         if not extra:
             assert "no full build" in p.stderr
             rec = json.load(open(d / "check.json"))
-    assert rows[0] == rows[1] and len(rows[0]) > 300     # fast path == full build
+    assert len(rows[0]) > 300
+    assert not full or rows[0] == rows[1]                # fast path == full build
     return codes[0], rec
 
 
@@ -204,6 +205,9 @@ def test_check_612_comment_only_patch_exits_0(k612):
     patch = base / "comment.patch"
     patch.write_text(mail("mm: a comment", "mm/compaction.c", text, 0, 1,
                           [text[0], "/* a comment that changes no expansion */"]))
-    code, rec = check(env, base, user, "comment", patch)
+    code, rec = check(env, base, user, "comment", patch, full=False)
     assert code == 0 and rec["verdict"] == "ok"
-    assert rec["results"]["gcc"]["scan_tip"]["n_measured"] == 1       # only compaction.c
+    # only compaction.c is measured again: every other file's inputs are
+    # those the base was measured with (the base in a full build dir, the
+    # tip in a prepared copy without objects: the same keys)
+    assert rec["results"]["gcc"]["scan_tip"]["n_measured"] == 1

@@ -572,17 +572,19 @@ def test_scan_input_key_follows_the_dependency_list(tmp_path):
     shutil.copytree(bdir, other)
     assert scan.input_key(other, "mm/a.c", ["gcc", "-I./include", "-E"], {}) == \
         scan.input_key(bdir, "mm/a.c", ["gcc", "-I./include", "-E"], {})
-    # Kbuild (6.12) puts the object's dir on the include path (-I ./mm): the
-    # objects and Kbuild's dot files there are no headers, and a dir with
-    # them (a full build) and one without (make check's prepared copy)
-    # give one key; a header there does count
-    with_obj = lambda d: scan.input_key(d, "mm/a.c", ["gcc", "-I./mm", "-E"], {})  # noqa: E731
+    # Kbuild (6.12) puts the object's dir on the include path, last (-I mm):
+    # what a full build leaves there and make check's prepared copy has not
+    # (objects, dot files, images, generated files) gives one key; a new
+    # header in the source dir does count
+    with_obj = lambda d: scan.input_key(d, "mm/a.c", ["gcc", "-I../mm", "-Imm", "-E"], {})  # noqa: E731
     before = with_obj(other)
-    for name in ("a.o", "built-in.a", ".a.o.d", "modules.order", "a.mod"):
+    for name in ("a.o", "built-in.a", ".a.o.d", "modules.order", "a.mod", "gen.h",
+                 "image.bin", "gen.c", "x.lds"):
         (other / "mm" / name).write_text("x")
     assert with_obj(other) == before == with_obj(bdir)
-    (other / "mm/gen.h").write_text("\n")
+    (tree / "mm/new.h").write_text("\n")
     assert with_obj(other) != before
+    (tree / "mm/new.h").unlink()
     (tree / "include/other.h").write_text("changed, but not a dependency\n")
     assert key() == k0
     assert key(("gcc", "-E", "-DX")) != k0

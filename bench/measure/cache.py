@@ -14,7 +14,7 @@ ANALYZER_VERSION = "2"
 # objects (scanfiles.one_per_file); version 2 kept one hot line, version 3
 # keeps five (make check reports them) and a failing file's error, version
 # 4 leaves build products out of the include dirs' listings.
-SCAN_VERSION = "4"
+SCAN_VERSION = "5"
 MACROS_VERSION = "4"     # 4: kx-macros fixed (a hot line without macro bytes, repeated -l, #line)
 COST_VERSION = "2"      # 2: counts run hermetically (icount.count)
 CHECK_VERSION = "1"     # what make check's details hold

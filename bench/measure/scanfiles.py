@@ -109,11 +109,10 @@ def _digest(path, memo):
 UNLISTED = ["include/generated/autoconf.h", "include/generated/autoksyms.h"]
 
 
-# what a build leaves in an object's directory and no source includes:
-# objects, archives, Kbuild's dot files (.x.o.cmd, .x.o.d), lists. Left out
-# of the listings, so that a dir with objects (a full build) and one
-# without (make check's prepared copy; Kbuild since v6.x puts the object
-# dir on the include path: -I mm) list the same headers.
+# what a build leaves in a directory and no source includes: objects,
+# archives, Kbuild's dot files (.x.o.cmd, .x.o.d), lists. Left out of the
+# listings, so that a dir with objects (a full build) and one without
+# (make check's prepared copy) list the same headers.
 BUILD_PRODUCT = (".o", ".a", ".ko", ".mod", ".order", ".symvers", ".lto")
 
 
@@ -162,7 +161,15 @@ def input_key(bdir, rel, argv, memo):
     h = hashlib.sha256(json.dumps([argv, len(str(bdir))]).encode())
     for d in UNLISTED + sorted(set(deps)):
         h.update(d.encode() + b"\0" + _digest(Path(bdir) / d, memo) + b"\0")
-    dirs = [(d, os.path.normpath(os.path.join(bdir, d))) for d in kcmd.include_dirs(argv)]
+    # the file's own object dir (6.12: -I mm, Makefile.lib) is left out: it
+    # comes last on the include path, after every dir that holds a header,
+    # and holds only what the build made for that dir (objects, lists,
+    # images, generated .c and .h files, a full build more than make
+    # check's prepared copy); a header there that the file reads is in its
+    # dependency list, content and all
+    obj = os.path.normpath(os.path.join(bdir, os.path.dirname(rel)))
+    dirs = [(d, p) for d in kcmd.include_dirs(argv)
+            for p in [os.path.normpath(os.path.join(bdir, d))] if p != obj]
     src = "../" + os.path.dirname(rel)
     h.update(_listing(dirs + [(src, os.path.normpath(os.path.join(bdir, src)))], memo))
     return h.hexdigest()
