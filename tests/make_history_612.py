@@ -32,7 +32,7 @@ def git(tree, *args):
 
 
 def commit(tree, msg):
-    git(tree, "add", "-A")
+    git(tree, "add", "-A", "-f", ".")   # the packaged tree ignores new files (/*)
     git(tree, "commit", "-qm", msg)
     return git(tree, "rev-parse", "HEAD")
 
