@@ -146,7 +146,7 @@ def write_pair_report(results, outdir, records=None):
             regression.pair_bars(
                 files, [r["c_time_a_s"] for r in cr], [r["c_time_b_s"] for r in cr],
                 la, lb, outdir / f"c-time-{cc}",
-                f"-c compile time, median ± stddev, {la} vs {lb}, {cc}\n"
+                f"-c wall time (hyperfine), median ± stddev, {la} vs {lb}, {cc}\n"
                 f"{pair['package']}", "seconds (log scale)",
                 formatter=regression.human_seconds,
                 a_err=[r["c_sd_a"] for r in cr], b_err=[r["c_sd_b"] for r in cr])

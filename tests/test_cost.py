@@ -2,6 +2,7 @@
 (bench/measure/timing.py, each run timed by hyperfine; more in
 test_timing.py) and the instruction counter (bench/measure/icount.py, with
 QEMU's plugin or perf) on real compilers and tiny inputs."""
+import os
 import shlex
 import shutil
 
@@ -207,19 +208,23 @@ def test_a_whole_kernel_build_marks_every_object_built(tmp_path):
     assert not engine.built(copy, "h1", ["mm/x.c"])
 
 
-def test_an_error_in_the_pool_kills_the_running_children():
+def test_an_error_in_the_pool_kills_the_running_children(tmp_path):
     """The exact work runs in threads whose children have sessions of their
-    own: an infra error (or Ctrl-C) must end them, not wait for them."""
+    own: an infra error (or Ctrl-C) must end them, not wait for them. The
+    error is raised once the child is known to be running (it has opened
+    the fifo), never after a sleep."""
     import time
     from kbuild.proc import run, run_jobs
     from kbuild.util import KexpandError
-    got = {}
+    got, fifo = {}, tmp_path / "fifo"
+    os.mkfifo(fifo)
 
     def slow():
-        got["rc"] = run(["sleep", "120"], check=False).returncode
+        got["rc"] = run(["sh", "-c", 'echo started > "$0"; exec sleep 120', str(fifo)],
+                        check=False).returncode
 
     def bad():
-        time.sleep(1)
+        assert fifo.read_text() == "started\n"     # blocks until the child writes
         raise KexpandError("the counter broke", "infra")
     t0 = time.monotonic()
     with pytest.raises(KexpandError, match="the counter broke"):

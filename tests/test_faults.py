@@ -245,35 +245,49 @@ def test_unknown_case(fake):
     assert p.returncode == 2 and "unknown case 'nope'; cases: fake" in p.stderr
 
 
-def test_interrupted_run_keeps_results_and_resumes(fake):
+def test_interrupted_run_keeps_results_and_resumes(fake, tmp_path):
+    """SIGTERM while the second point's object build is known to be blocked
+    (the fake Kbuild waits on a fifo at the commit that has the second
+    point's kernel.h comment): the first point's results are kept, no
+    child outlives the run, the next run resumes."""
     base, env = fake
-    env = dict(env, FAKE_SLOW="1")
+    block = tmp_path / "block"
+    block.mkdir()
+    os.mkfifo(block / "fifo")
+    env = dict(env, FAKE_BLOCK=str(block), FAKE_BLOCK_IF="/* kernel */")
     proc = subprocess.Popen([PY, str(REPO / "bench/kexpand.py"), "bench", "--case",
                              "fake", "--cc", "gcc", "--no-boot", "--no-time",
                              "--points", "before,after"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # wait until the second point starts, then stop the run
-    t0, seen = time.time(), ""
-    while time.time() - t0 < 120:
-        line = proc.stderr.readline()
-        seen += line
-        if "[2/2]" in line:
-            break
-    time.sleep(0.3)                 # the build of the second point is under way
+    t0 = time.monotonic()
+    while not (block / "blocked-make").exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - t0 < 120, "the second point's build never blocked"
+        time.sleep(0.02)
     started = descendants(proc.pid)
     assert started, "no child processes to check"
     proc.send_signal(signal.SIGTERM)
-    rest = proc.communicate(timeout=60)[1]
+    seen, rest = proc.communicate(timeout=60)
     assert proc.returncode == 130, seen + rest
+    assert "[2/2]" in rest and "preprocessing arch/x86/xen/setup.c (before" in rest
     assert "interrupted; finished results are kept" in rest
     assert no_temp_files(base / "results") == []
     all_json_valid(base / "results")
     # every process the run had started (make, its shells, the fake
     # compiler's sleep) ended with it: none keeps building after the exit
-    time.sleep(0.5)
-    alive = [pid for pid in started if Path(f"/proc/{pid}").exists()
-             and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]]
-    assert alive == [], [Path(f"/proc/{p}/cmdline").read_bytes() for p in alive]
+    def alive():
+        out = []
+        for pid in started:
+            try:
+                if "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:1]:
+                    out.append(pid)
+            except OSError:
+                pass
+        return out
+    t0 = time.monotonic()                  # a killed group is gone within moments
+    while alive() and time.monotonic() - t0 < 10:
+        time.sleep(0.05)
+    assert alive() == [], [Path(f"/proc/{p}/cmdline").read_bytes() for p in alive()]
     # the next run resumes: the first point comes from the cache
     p = kx(dict(env, FAKE_SLOW=""), "bench", "--case", "fake", "--cc", "gcc",
            "--no-boot", "--no-time", "--points", "before,after")

@@ -218,6 +218,25 @@ def test_a_missing_hyperfine_is_an_infra_error(tmp_path, monkeypatch):
     assert e.value.klass == "infra"
 
 
+def test_an_unreadable_hyperfine_export_is_an_infra_error(tmp_path, monkeypatch):
+    """A hyperfine that exits 0 but writes an export that is not its JSON
+    (another version, a full disk): exit 5 naming the command, not a
+    traceback, for both timers."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "hyperfine").write_text(
+        '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = --export-json ] && '
+        'printf \'{"results": [\' > "$2"; shift; done\nexit 0\n')
+    (bin_ / "hyperfine").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
+    for call in (lambda: timing.hyperfine(["/bin/true"], tmp_path, runs=1),
+                 lambda: timing.run_once(["/bin/true"], tmp_path)):
+        with pytest.raises(KexpandError, match="hyperfine wrote no readable export.*"
+                           "/bin/true") as e:
+            call()
+        assert e.value.klass == "infra"
+
+
 # --- limits --------------------------------------------------------------------
 
 def test_limits_grow_with_the_estimate_above_a_floor():

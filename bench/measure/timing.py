@@ -106,9 +106,13 @@ def hyperfine(argv, cwd, runs, warmup=1, timeout=None):
             tail = "\n".join(p.stdout.splitlines()[-10:])
             raise KexpandError(f"timing failed: {shlex.join(argv)}\n{tail}",
                                "build")
-        hf = json.loads(out.read_text())["results"][0]
-        rss_kb = [int(l) for l in rss.read_text().split() if l.isdigit()]
-        times = hf["times"]
+        try:
+            hf = json.loads(out.read_text())["results"][0]
+            rss_kb = [int(l) for l in rss.read_text().split() if l.isdigit()]
+            times = hf["times"]
+        except (OSError, ValueError, LookupError, TypeError) as e:
+            raise KexpandError(f"hyperfine wrote no readable export ({e}): "
+                               f"{shlex.join(argv)}", "infra")
         return {
             "median_s": round(hf["median"], 6), "mean_s": round(hf["mean"], 6),
             "stddev_s": round(hf.get("stddev") or 0.0, 6),
