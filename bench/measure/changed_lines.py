@@ -81,9 +81,12 @@ def changed_lines(req, case, tree, a, b, cc, files, top=15):
     # once, not per file and side: `cc --version` is a process each time
     config, ccver = build.case_config(req, case), build.compiler_version(cc)
     total = {}                      # key -> [bytes_a, bytes_b, files changed]
+    # every file at A, then every file at B: one checkout per side, not two
+    # per file (500 files took 1,000 checkouts, about 1 s each on the tree)
+    at_a = {f: per_line_bytes(req, config, ccver, tree, a, cc, f) for f in files}
+    at_b = {f: per_line_bytes(req, config, ccver, tree, b, cc, f) for f in files}
     for f in files:
-        la = per_line_bytes(req, config, ccver, tree, a, cc, f)
-        lb = per_line_bytes(req, config, ccver, tree, b, cc, f)
+        la, lb = at_a[f], at_b[f]
         mine = {}
         for (p, ln), n in la.items():
             mine.setdefault((p, ln, None), [0, 0])[0] += n
