@@ -43,8 +43,8 @@ MATCH = {"tar": "-xf", "git": "checkout", "make": "-"}
 
 def tagged(work):
     """Processes that carry a run's tag for this work directory."""
-    from kbuild.workdir import run_tag
-    prefix = run_tag(work, 0).split(":")[0]
+    from kbuild.workdir import tag_prefix
+    prefix = tag_prefix(work)
     out = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -54,7 +54,7 @@ def tagged(work):
             state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if state != "Z" and any(e.startswith(f"KEXPAND_RUN={prefix}:".encode()) for e in env):
+        if state != "Z" and any(e.startswith(f"KEXPAND_RUN={prefix}".encode()) for e in env):
             out.append(int(d.name))
     return out
 

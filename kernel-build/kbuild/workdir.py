@@ -16,6 +16,7 @@ lock that lets one run at a time use it.
 import contextlib
 import fcntl
 import fnmatch
+import hashlib
 import os
 import shutil
 import signal
@@ -104,17 +105,21 @@ def _alive(pid):
     return True
 
 
+def tag_prefix(work):
+    """The part of KEXPAND_RUN that names the work directory (hashed)."""
+    return hashlib.sha256(str(work).encode()).hexdigest()[:16] + ":"
+
+
 def run_tag(work, pid):
     """KEXPAND_RUN's value: the work directory (hashed) and the run's pid,
     of one length whatever they are (an instruction count sees it)."""
-    import hashlib
-    return f"{hashlib.sha256(str(work).encode()).hexdigest()[:16]}:{pid:010d}"
+    return f"{tag_prefix(work)}{pid:010d}"
 
 
 def leftovers(work):
     """Pids of processes started by a run on `work` that is dead."""
     out, me = [], os.getpid()
-    prefix = run_tag(work, 0).split(":")[0] + ":"
+    prefix = tag_prefix(work)
     for d in Path("/proc").iterdir():
         if not d.name.isdigit() or int(d.name) == me:
             continue
