@@ -269,6 +269,19 @@ def test_the_seeds_cover_letter_names_the_series(tmp_path):
     assert s.slug == "minmax-relax-type-checks-in-min-and-max-v4"
 
 
+def test_bench_checks_next_version_is_v5_of_4_and_reads_whole(tmp_path):
+    """make bench-check's "base cached" stage posts v4 without 5/5 again:
+    1/5..4/5 as they are is refused (incomplete), renumbered they read."""
+    from bench.cmd.checkbench import next_version
+    four = seed_patches()[:4]
+    assert "patch 5/5 missing" in refused(four)
+    s = read_series(next_version(four, tmp_path / "v5"))
+    assert [p.prefix.number for p in s.patches] == [1, 2, 3, 4] and s.version == 5
+    assert [p.subject for p in s.patches] == SEED_SUBJECTS[:4]
+    assert [p.prefix.total for p in s.patches] == [4] * 4
+    assert series_key(s) != series_key(read_series(seed_patches()))
+
+
 def test_commit_dumps_become_mails_git_reads(tmp_path):
     dumps = seed_dumps()
     s = read_series(dumps)

@@ -5,9 +5,9 @@ packaged tree, each timed, written to results/check-bench.json.
   cold         Laight's v4 (cases/minmax/patches 0002-0006, seeds 002-006)
                on pre-6.7 in a fresh work directory: unpack, the base's
                full build and scan, the tip, the details
-  base cached  another tip on the same base (v4 without its 5/5, as the
-               next version of a series would be): only the tip and its
-               details are new
+  base cached  another tip on the same base: v4 without its 5/5, posted
+               again as v5 1/4..4/4 (next_version), as the next version
+               of a series would be: only the tip and its details are new
   one .c file  a one-line patch to arch/x86/xen/setup.c, base cached
 
 The floor of a run is the sum of the per-file -E seconds it measured (the
@@ -17,6 +17,7 @@ KEXPAND_WORK (kexpand-check-bench-<time>) and kept."""
 import copy
 import datetime
 import os
+import re
 import time
 from pathlib import Path
 
@@ -48,6 +49,25 @@ def one_c_patch(tree, out):
     return path
 
 
+SUBJECT = re.compile(r"^(Subject: \[[^\]\n]*?)\bv(\d+) (\d+)/(\d+)\]", re.M)
+
+
+def next_version(patches, out):
+    """`patches`, posted again as the next version: the subjects' `vN n/m`
+    become `vN+1 n/len(patches)`, the files written to `out` (the series
+    reader refuses a 1/5..4/5 series as incomplete, rightly)."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for p in map(Path, patches):
+        text, n = SUBJECT.subn(lambda m: f"{m[1]}v{int(m[2]) + 1} {m[3]}/{len(patches)}]",
+                               p.read_text(), count=1)
+        if n != 1:
+            raise ValueError(f"{p}: no 'Subject: [PATCH ... vN n/m]' line to renumber")
+        paths.append(out / p.name)
+        atomic_write(paths[-1], text)
+    return [str(x) for x in paths]
+
+
 def floor_s(req, name):
     """The sum of per-file -E seconds the run's scans measured / cores."""
     import json
@@ -69,7 +89,8 @@ def cmd_check_bench(req, case):
     scratch = work.parent / f"kexpand-check-bench-{stamp}-patches"
     scratch.mkdir(parents=True)
     for label, pats, name in (("cold", patches, "bench-cold"),
-                              ("base cached", patches[:-1], "bench-next"),
+                              ("base cached", next_version(patches[:-1], scratch / "v5"),
+                               "bench-next"),
                               ("one .c file", None, "bench-one-c")):
         r = copy.copy(req)
         r.command, r.work, r.base, r.name = "check", work, "pre-6.7", f"{name}-{stamp}"
