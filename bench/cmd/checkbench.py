@@ -13,7 +13,10 @@ packaged tree, each timed, written to results/check-bench.json.
 The floor of a run is the sum of the per-file -E seconds it measured (the
 scans' own figures) divided by the cores: what the preprocessing alone
 costs on this machine. The fresh work directory is made next to
-KEXPAND_WORK (kexpand-check-bench-<time>) and kept."""
+KEXPAND_WORK (kexpand-check-bench-<time>) and kept; so are the three
+checks' reports, in kexpand-check-bench-<time>-results (not in results/:
+they are timings' by-products, and a scan's record there would be
+rewritten from another work dir)."""
 import copy
 import datetime
 import os
@@ -88,12 +91,14 @@ def cmd_check_bench(req, case):
     runs, config = [], req.config_base if not req.kconfig else "kconfig"
     scratch = work.parent / f"kexpand-check-bench-{stamp}-patches"
     scratch.mkdir(parents=True)
+    reports = work.parent / f"kexpand-check-bench-{stamp}-results"
     for label, pats, name in (("cold", patches, "bench-cold"),
                               ("base cached", next_version(patches[:-1], scratch / "v5"),
                                "bench-next"),
                               ("one .c file", None, "bench-one-c")):
         r = copy.copy(req)
         r.command, r.work, r.base, r.name = "check", work, "pre-6.7", f"{name}-{stamp}"
+        r.results = reports
         r.patches = pats or [str(one_c_patch(work / "tree", scratch))]
         r.a = r.b = None
         log(f"bench-check: {label} ({len(r.patches)} patch(es))")
@@ -107,6 +112,7 @@ def cmd_check_bench(req, case):
         log(f"bench-check: {label}: {secs} s (floor {runs[-1]['floor_s']} s"
             + (f", target {target} s" if target else "") + ")")
     out = {"config": config, "jobs": req.jobs, "cpus": os.cpu_count(), "work": str(work),
+           "reports": str(reports),
            "runs": runs, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
                timespec="seconds")}
     atomic_write_json(req.results / f"check-bench-{config}.json", out)
