@@ -3,6 +3,7 @@ text, 72 columns, shaped like the kernel test robot's regression mails:
 a subject, what was tested, a base | %change | tip table, the details of
 each file, a reproduce block) and report.md (the same in Markdown, for
 the page). Pure functions from the record to text."""
+import re
 import textwrap
 
 WIDTH = 72
@@ -90,15 +91,32 @@ def table(rows):
     out = ["            base         %change             tip",
            "---------------- --------------- ----------------"]
     for cc, r in rows:
-        out.append(f"{r['bytes_base']:>16,} {pct(r['change']):>15} {r['bytes_tip']:>16,}  "
-                   f"{r['file']}" + (f" ({cc})" if cc != "gcc" else ""))
+        nums = f"{r['bytes_base']:>16,} {pct(r['change']):>15} {r['bytes_tip']:>16,}  "
+        out += under(nums, r["file"] + (f" ({cc})" if cc != "gcc" else ""))
     return out
 
 
+def under(head, path):
+    """`head` then `path`; a path that would go past WIDTH is broken after
+    a '/' and goes on in the same column on the next lines (a part with
+    no '/' to break at goes over, on a line of its own)."""
+    col, out, cur = len(head), [], head
+    while len(cur) + len(path) > WIDTH and "/" in path[:-1]:
+        room = WIDTH - len(cur)
+        cut = path.rfind("/", 0, room) + 1 or path.find("/") + 1
+        if cut >= len(path):
+            break
+        out.append(cur + path[:cut])
+        cur, path = " " * col, path[cut:]
+    return out + [cur + path]
+
+
 def details(cc, r):
-    out = [f"{r['file']} ({cc}): {n(r['bytes_base'])} -> {n(r['bytes_tip'])} bytes "
-           f"({ratio(r['bytes_base'], r['bytes_tip'])})",
-           f"  longest line: {n(r['longest_line_base'])} -> {n(r['longest_line_tip'])} bytes"]
+    what = (f"{n(r['bytes_base'])} -> {n(r['bytes_tip'])} bytes "
+            f"({ratio(r['bytes_base'], r['bytes_tip'])})")
+    first = f"{r['file']} ({cc}): {what}"
+    out = [first] if len(first) <= WIDTH else [f"{r['file']} ({cc}):", f"  {what}"]
+    out.append(f"  longest line: {n(r['longest_line_base'])} -> {n(r['longest_line_tip'])} bytes")
     if r.get("grew_most"):
         g = r["grew_most"]
         out.append(f"  grew most at patch {g['patch']} ({'x%.2f' % g['ratio']}): "
@@ -114,7 +132,8 @@ def details(cc, r):
         if hot:
             out.append(f"  hottest lines at the {side}:")
             for h in hot[:3]:
-                out.append(f"    {h['at']}  {n(h['bytes'])} bytes")
+                at = f"    {h['at']}  {n(h['bytes'])} bytes"
+                out += [at] if len(at) <= WIDTH else [f"    {h['at']}", f"      {n(h['bytes'])} bytes"]
                 if h.get("source"):
                     out += textwrap.wrap(h["source"], WIDTH - 6, initial_indent="      ",
                                          subsequent_indent="      ",
@@ -185,7 +204,20 @@ def reproduce(command):
             cur = "          " + q
         else:
             cur += " " + q
+        if len(cur) > WIDTH and "=" in w and len(w.split("=", 1)[1].split()) > 1:
+            out += listed(w)
+            cur = out.pop()
     return out + [cur]
+
+
+def listed(word):
+    """NAME="v1 v2 ..." (PATCHES=, FILES=: lists kexpand splits at blanks)
+    one value per line: within double quotes the shell drops a backslash-
+    newline, and the blanks left between the values only separate them."""
+    name, values = word.split("=", 1)
+    esc = [re.sub(r'([\\"$`])', r"\\\1", v) for v in values.split()]
+    lines = [f'          {name}="{esc[0]} \\'] + [f"            {v} \\" for v in esc[1:-1]]
+    return lines + [f'            {esc[-1]}"']
 
 
 def report_md(rec):
