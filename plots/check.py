@@ -204,14 +204,18 @@ def reproduce(command):
             cur = "          " + q
         else:
             cur += " " + q
-        if len(cur) > WIDTH and "=" in w and len(w.split("=", 1)[1].split()) > 1:
+        if (len(cur) > WIDTH and w.split("=", 1)[0] in LISTS
+                and len(w.split("=", 1)[1].split()) > 1):
             out += listed(w)
             cur = out.pop()
     return out + [cur]
 
 
+LISTS = ("PATCHES", "FILES", "POINTS")     # settings kexpand splits at blanks
+
+
 def listed(word):
-    """NAME="v1 v2 ..." (PATCHES=, FILES=: lists kexpand splits at blanks)
+    """NAME="v1 v2 ..." (a setting of LISTS)
     one value per line: within double quotes the shell drops a backslash-
     newline, and the blanks left between the values only separate them."""
     name, values = word.split("=", 1)

@@ -65,5 +65,12 @@ def test_the_reproduce_block_gives_the_same_arguments_back():
                          check=True).stdout.splitlines()
     assert got[0] == "check" and got[2:] == ["BASE=pre-6.7", "CONFIG=defconfig"]
     assert got[1].split() == args[2].split()       # what kexpand's PATCHES= split gives
+    # a path with a blank is one word, not a list: quoted whole, never split
+    kernel = "KERNEL=/home/dev/src/my linux tree with a long name/linux-next-2024"
+    block = check.reproduce(shlex.join(["make", "check", kernel, *args[2:]]))
+    got = subprocess.run(["bash", "-c", "make() { printf '%s\\n' \"$@\"; }\n"
+                          + "\n".join(block)], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert got[1] == kernel and got[3:] == ["BASE=pre-6.7", "CONFIG=defconfig"]
     # a short command stays one line
     assert check.reproduce("make check PATCHES=a.mbox") == ["        make check PATCHES=a.mbox"]
