@@ -98,16 +98,19 @@ def table(rows):
 
 def under(head, path):
     """`head` then `path`; a path that would go past WIDTH is broken after
-    a '/' and goes on in the same column on the next lines (a part with
-    no '/' to break at goes over, on a line of its own)."""
+    a '/' and goes on in the same column on the next lines, or further
+    left where its last part would not fit there (ending at WIDTH); only
+    a part longer than a line goes over, on a line of its own."""
     col, out, cur = len(head), [], head
-    while len(cur) + len(path) > WIDTH and "/" in path[:-1]:
-        room = WIDTH - len(cur)
+    while len(cur) + len(path) > WIDTH and "/" in path[:-1] and col < WIDTH - 16:
+        room = max(1, WIDTH - len(cur))
         cut = path.rfind("/", 0, room) + 1 or path.find("/") + 1
         if cut >= len(path):
             break
         out.append(cur + path[:cut])
-        cur, path = " " * col, path[cut:]
+        path = path[cut:]
+        last = "/" not in path[:-1]             # nothing more to break at
+        cur = " " * (max(0, min(col, WIDTH - len(path))) if last else col)
     return out + [cur + path]
 
 
@@ -204,7 +207,7 @@ def reproduce(command):
             cur = "          " + q
         else:
             cur += " " + q
-        if (len(cur) > WIDTH and w.split("=", 1)[0] in LISTS
+        if (len(cur) > WIDTH and w.split("=", 1)[0] in LISTS and "!" not in w
                 and len(w.split("=", 1)[1].split()) > 1):
             out += listed(w)
             cur = out.pop()
@@ -215,9 +218,10 @@ LISTS = ("PATCHES", "FILES", "POINTS")     # settings kexpand splits at blanks
 
 
 def listed(word):
-    """NAME="v1 v2 ..." (a setting of LISTS)
-    one value per line: within double quotes the shell drops a backslash-
-    newline, and the blanks left between the values only separate them."""
+    """NAME="v1 v2 ..." (a setting of LISTS) one value per line: within
+    double quotes the shell drops a backslash-newline, and the blanks left
+    between the values only separate them. Not for a value with a '!',
+    which an interactive bash expands between double quotes."""
     name, values = word.split("=", 1)
     esc = [re.sub(r'([\\"$`])', r"\\\1", v) for v in values.split()]
     lines = [f'          {name}="{esc[0]} \\'] + [f"            {v} \\" for v in esc[1:-1]]

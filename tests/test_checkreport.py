@@ -22,7 +22,8 @@ def row(path, base, tip):
 
 def record(command):
     rows = [row(LONG, 4_689_953, 49_663_669), row("arch/x86/kernel/cpu/cacheinfo.c", 2_401_118,
-                                                  3_163_794), row("mm/compaction.c", 100, 200)]
+                                                  3_163_794), row("mm/compaction.c", 100, 200),
+            row("net/ipv4/inet_connection_sock.c", 1_000_000, 1_200_000)]
     scan = {"n_files": 2793}
     return {"series": {"subject": "minmax: Add umin(a, b) and umax(a, b)", "version": 4,
                        "key": "k", "patches": [{"subject": "s"}, {"subject": "t"}]},
@@ -31,7 +32,9 @@ def record(command):
             "config": "x86_64 defconfig + config.fragment", "compilers": {"gcc": "gcc 12"},
             "threshold": {"ratio": 1.1, "min_growth_bytes": 16384}, "path": "fast",
             "results": {"gcc": {"regressions": rows, "improvements": [],
-                                "scan_base": scan, "scan_tip": scan}},
+                                "scan_base": scan, "scan_tip": scan},
+                        "clang": {"regressions": [row("mm/page-writeback.c", 10**6, 2 * 10**6)],
+                                  "improvements": [], "scan_base": scan, "scan_tip": scan}},
             "make_command": command}
 
 
@@ -44,6 +47,12 @@ def test_long_paths_and_patch_lists_stay_within_72_columns():
         # only a word longer than a line (a path) may go over, on its own
         assert len(line) <= 72 or " " not in line.strip().rstrip(" \\"), line
     lines = txt.splitlines()
+    table = lines[lines.index("---------------- --------------- ----------------") + 1:
+                  lines.index("Details are as below:") - 1]
+    assert len(table) > 5 and all(len(x) <= 72 for x in table), table
+    # a last part that does not fit in the path's column ends at column 72
+    assert "  net/ipv4/\n" in txt and "\n" + " " * 50 + "inet_connection_sock.c\n" in txt
+    assert "  mm/\n" + " " * 48 + "page-writeback.c (clang)\n" in txt
     # the table: the long path broken after a '/', going on in its column
     i = next(k for k, x in enumerate(lines) if "49,663,669  drivers/" in x)
     col = lines[i].index("drivers/")
@@ -72,5 +81,8 @@ def test_the_reproduce_block_gives_the_same_arguments_back():
                           + "\n".join(block)], capture_output=True, text=True,
                          check=True).stdout.splitlines()
     assert got[1] == kernel and got[3:] == ["BASE=pre-6.7", "CONFIG=defconfig"]
+    # a '!' (an interactive bash's history) keeps the list in single quotes
+    bang = shlex.join(["make", "check", "PATCHES=" + " ".join(PATCHES[:5] + ["/tmp/wow!x.patch"])])
+    assert not any('"' in x for x in check.reproduce(bang)), check.reproduce(bang)
     # a short command stays one line
     assert check.reproduce("make check PATCHES=a.mbox") == ["        make check PATCHES=a.mbox"]

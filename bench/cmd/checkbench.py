@@ -1,6 +1,6 @@
 """make bench-check: how long make check takes here, next to its floor.
 Not a test (nothing is asserted on time): three runs of make check on the
-packaged tree, each timed, written to results/check-bench.json.
+packaged tree, each timed, written to results/check-bench-<config>.json.
 
   cold         Laight's v4 (cases/minmax/patches 0002-0006, seeds 002-006)
                on pre-6.7 in a fresh work directory: unpack, the base's
