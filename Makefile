@@ -9,7 +9,7 @@ PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev libc
               qemu-system-x86 \
               xz-utils git python3 python3-matplotlib python3-markdown clang lld llvm \
               hyperfine time g++ llvm-14-dev libclang-cpp14-dev libclang-14-dev \
-              qemu-user python3-scipy python3-distributed
+              qemu-user python3-scipy python3-distributed bubblewrap
 PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 
 .PHONY: all bench bench-analyzer bench-check boot scan sweep prepare plots compare bisect check track test unit-test clean deps-bench deps-test
@@ -23,7 +23,8 @@ PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 # them ($(shell ...) in A= runs nothing) and the shell never sees them.
 KX_VARS := A B FILE FILES GOOD BAD KERNEL POINTS CASE RUNS JOBS BOOT_TIMEOUT ICOUNT_CAP \
            THRESHOLD NO_TIME NO_BOOT NO_MACROS WRITE_FOCUS CONFIG KCONFIG KEXPAND_WORK KEXPAND_RESULTS \
-           DASK_SCHEDULER POINT N PATCHES BASE NAME RANGE EVERY SCAN MAX_COMMITS FULL_BUILD
+           DASK_SCHEDULER POINT N PATCHES BASE NAME RANGE EVERY SCAN MAX_COMMITS FULL_BUILD \
+           SANDBOX
 # The names of every variable on the command line, so that a misspelt one
 # (FIELS=) or one the target does not take is named instead of ignored.
 export KX_GIVEN := $(filter-out PY CC_HOST,$(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))

@@ -20,7 +20,7 @@ and returns an exit code (README, "Exit codes").
 Reports (plots, tables, index.html) are drawn by compare.py afterwards."""
 import argparse
 
-from kbuild import series, settings
+from kbuild import sandbox, series, settings
 from kbuild.util import main_wrapper
 
 from .cmd import (analyzer, bench, bisection, boot, check, checkbench, compare, prepare,
@@ -80,6 +80,8 @@ def main(argv=None):
     extra = {k: args.pop(k, None) for k in ("tree", "step_threshold", "strict_config")}
     req = settings.from_env(cmd, args)
     case = series.load_case(req.case, req.cases_dir)
+    if cmd != "prepare":
+        sandbox.check()       # before any work: refuse rather than run bare
     if cmd == "bisect-step":
         req.strict_config = extra["strict_config"] != "0"
         return bisection.cmd_bisect_step(req, case, extra["tree"], extra["step_threshold"])

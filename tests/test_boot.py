@@ -85,7 +85,8 @@ def test_initramfs_spec(tmp_path):
     (tmp_path / "init").write_bytes(b"\x7fELF")
     (tmp_path / "m.ko").write_bytes(b"12345")
     out = boot.make_initramfs(tool, tmp_path / "i.cpio",
-                              {"init": tmp_path / "init", "m.ko": tmp_path / "m.ko"})
+                              {"init": tmp_path / "init", "m.ko": tmp_path / "m.ko"},
+                              tmp_path / "kb-x")
     assert out.read_text().splitlines() == [
         "dir /dev 0755 0 0", "nod /dev/console 0600 0 0 c 5 1",
         f"file /init {tmp_path / 'init'} 0755 0 0",
@@ -97,7 +98,7 @@ def test_initramfs_tool_failure_is_infra(tmp_path):
     tool.write_text("#!/bin/sh\necho broken >&2; exit 1\n")
     tool.chmod(0o755)
     with pytest.raises(boot.KexpandError, match="(?s)gen_init_cpio.*broken") as e:
-        boot.make_initramfs(tool, tmp_path / "i.cpio", {})
+        boot.make_initramfs(tool, tmp_path / "i.cpio", {}, tmp_path / "kb-x")
     assert e.value.klass == "infra"
 
 

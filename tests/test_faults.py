@@ -254,7 +254,8 @@ def test_interrupted_run_keeps_results_and_resumes(fake, tmp_path):
     block = tmp_path / "block"
     block.mkdir()
     os.mkfifo(block / "fifo")
-    env = dict(env, FAKE_BLOCK=str(block), FAKE_BLOCK_IF="/* kernel */")
+    env = dict(env, FAKE_BLOCK=str(block), FAKE_BLOCK_IF="/* kernel */",
+               KEXPAND_SANDBOX_RW=str(block))
     proc = subprocess.Popen([PY, str(REPO / "bench/kexpand.py"), "bench", "--case",
                              "fake", "--cc", "gcc", "--no-boot", "--no-time",
                              "--points", "before,after"], env=env,

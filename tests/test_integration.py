@@ -273,7 +273,7 @@ def test_boot_laight_v4_in_qemu(env):
     subprocess.run(["gcc", "-static", "-Os", "-o", init,
                     REPO / "tests/data/boot/hang-init.c"], check=True)
     rd = boot.make_initramfs(boot.gen_init_cpio(base / "work/tree", bdir, base),
-                             base / "hang.cpio", {"init": init})
+                             base / "hang.cpio", {"init": init}, bdir)
     r = boot.classify(boot.run_qemu(boot.qemu_command(bz, rd), timeout=20))
     assert r["status"] == "timeout" and r["reached_init"]
     cmd = boot.qemu_command(bz, rd)

@@ -130,7 +130,8 @@ def release(block):
 def test_interrupt_at_any_stage_then_resume(rig, stage, how):
     base, env, block, shims = rig
     work = base / "work"
-    run_env = dict(env, FAKE_BLOCK=str(block), PATH=f"{shims / stage}:{env['PATH']}")
+    run_env = dict(env, FAKE_BLOCK=str(block), KEXPAND_SANDBOX_RW=str(block),
+                   PATH=f"{shims / stage}:{env['PATH']}")
     if how == "kill-9" and stage == "git":
         run_env["FAKE_PARTIAL"] = "1"
     proc = make_compare(run_env)
@@ -162,7 +163,11 @@ def test_interrupt_at_any_stage_then_resume(rig, stage, how):
     o, e = proc.communicate(timeout=120)
     assert "Traceback" not in o + e
     if how == "kill-9":
-        assert tagged(work), "the stage under test should have outlived kexpand"
+        # tar and git run outside the sandbox and outlive kexpand; the
+        # sandboxed build dies with it (bwrap --die-with-parent), on its way
+        # out as the signal lands: the next run finds it gone or ends it
+        if stage != "make":
+            assert tagged(work), "the stage under test should have outlived kexpand"
     else:
         assert "interrupted; finished results are kept" in e, e
         assert tagged(work) == [], "a child outlived the interrupted run"

@@ -3,7 +3,7 @@ the `gcc -E` it reads (setup.c at laight-v4)."""
 import shlex
 import sys
 
-from kbuild import build, builddir, kcmd, series, workdir
+from kbuild import build, builddir, kcmd, sandbox, series, workdir
 from kbuild.proc import run
 from kbuild.util import KexpandError, atomic_write_json
 
@@ -29,7 +29,7 @@ def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"
         sample = req.work / "scratch" / "analyzer-sample.i"
         sample.parent.mkdir(parents=True, exist_ok=True)
         with open(sample, "wb") as out:
-            run(kcmd.preprocess_command(argv), cwd=bdir, stdout=out,
+            run(sandbox.wrap(kcmd.preprocess_command(argv), bdir), cwd=bdir, stdout=out,
                 what=f"preprocessing {file}", klass="build")
         size = sample.stat().st_size
         # the paths reach the shell as arguments, never as shell text
@@ -40,7 +40,7 @@ def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"
         cat = timing.hyperfine(["sh", "-c", 'exec cat < "$0" > /dev/null', str(sample)],
                                req.work, runs=req.repeat, warmup=2, timeout=1800)
         pre = timing.hyperfine(kcmd.preprocess_command(argv, "/dev/null"), bdir,
-                               runs=2, warmup=0, timeout=3600)
+                               runs=2, warmup=0, timeout=3600, box=bdir)
         sample.unlink()
     out = {"file": file, "point": point, "commit": commit,
            "bytes": size, "analyzer_median_s": ana["median_s"],

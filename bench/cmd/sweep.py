@@ -22,7 +22,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from kbuild import build, builddir, kcmd, series, workdir
+from kbuild import build, builddir, kcmd, sandbox, series, workdir
 from kbuild.proc import run
 from kbuild.util import KexpandError, atomic_write, atomic_write_json, log
 
@@ -152,9 +152,10 @@ class Sweep:
         return Path(self.tree) / f"kb-{self.commit[:12]}-sw{cid}"
 
     def make(self, bdir, *targets, env=None):
-        run(["make", "-s", "-C", str(self.tree), f"O={bdir.name}",
-             *build.make_args(self.cc), *targets], env=env,
-            what=f"make {' '.join(targets)}", klass="build")
+        ro = [v for k, v in (env or {}).items() if k == "KCONFIG_ALLCONFIG"]
+        run(sandbox.wrap(["make", "-s", "-C", str(self.tree), f"O={bdir.name}",
+                          *build.make_args(self.cc), *targets], bdir, env=env, ro=ro),
+            env=env, what=f"make {' '.join(targets)}", klass="build")
 
     def measure(self, cid, kind, how):
         """Configure a build dir with `how(bdir)`, build FILE's object,

@@ -85,7 +85,7 @@ def time_group(req, cache, tree, sides, cc, ccver, chash, ok_sides, estimates,
 
     def command(lab, f, kind):
         i = labels.index(lab)
-        return (cmds[i][f][kind], bdirs[i], timing.run_limit(estimates[f])) \
+        return (cmds[i][f][kind], bdirs[i], timing.run_limit(estimates[f]), [scratch]) \
             if f in cmds[i] else None
     jobs = {(f, kind): (runs[kind], warm, lambda lab, f=f, kind=kind: command(lab, f, kind))
             for f, runs, warm, _ in todo for kind in KINDS}
@@ -153,7 +153,7 @@ def count_one(cache, key, bdir, f, cc, kind, estimate_s=None):
     scratch.mkdir(parents=True, exist_ok=True)
     try:
         c = icount.count(commands(bdir, f, cc, scratch)[kind], bdir, cc,
-                         timeout=icount.count_limit(estimate_s))
+                         timeout=icount.count_limit(estimate_s), rw=[scratch])
     except KexpandError as e:
         if e.klass == "infra" and not isinstance(e, timing.TimedOut):
             raise

@@ -6,7 +6,7 @@ import shlex
 import time
 from pathlib import Path
 
-from kbuild import kcmd
+from kbuild import kcmd, sandbox
 from kbuild.proc import pipe
 from kbuild.util import REPO, KexpandError
 
@@ -24,7 +24,8 @@ def analyze(cmd, cwd, top=TOP_LINES):
         raise KexpandError(f"{ANALYZER} missing: run 'make -C {REPO} "
                            "bench/tools/kx-analyze'", "infra")
     t0 = time.monotonic()
-    out, aerr, prc, perr, arc, cpu = pipe(cmd, [str(ANALYZER), "-n", str(top)], cwd)
+    out, aerr, prc, perr, arc, cpu = pipe(sandbox.wrap(cmd, cwd), [str(ANALYZER), "-n",
+                                                                 str(top)], cwd)
     secs = time.monotonic() - t0
     if prc != 0:
         tail = "\n".join(perr.decode(errors="replace").splitlines()[-15:])

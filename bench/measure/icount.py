@@ -26,6 +26,7 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
+from kbuild import sandbox
 from kbuild.proc import run
 from kbuild.util import KexpandError
 
@@ -103,7 +104,8 @@ def clang_in_process(argv, cwd):
     """clang runs every job of this command in its own process (so one
     QEMU counts them all). A command clang rejects passes here and fails
     when it is counted, with clang's own message."""
-    p = run([*argv, "-###"], cwd=cwd, check=False, timeout=PROBE_TIMEOUT_S)
+    p = run(sandbox.wrap([*argv, "-###"], cwd), cwd=cwd, check=False,
+            timeout=PROBE_TIMEOUT_S)
     lines = p.stdout.splitlines()
     jobs = [i for i, l in enumerate(lines) if l.startswith(' "')]
     return p.returncode != 0 or \
@@ -171,12 +173,13 @@ def hermetic(argv, tmp):
     return out
 
 
-def count(argv, cwd, cc, timeout=None):
+def count(argv, cwd, cc, timeout=None, rw=()):
     """Count the instructions of argv (run from cwd). Returns
     {"instructions", "instructions_source", "count_s", "processes"}; the
     command must succeed. timeout: a timing.Limit, or seconds; None:
     count_limit() of an unknown estimate. A count that reaches it is
-    killed with its process group: TimedOut."""
+    killed with its process group: TimedOut. It runs in the sandbox of
+    build dir cwd (rw: where the command writes besides)."""
     src, why = source()
     if src is None:
         raise KexpandError(f"no instruction counter: {why}", "infra")
@@ -219,7 +222,9 @@ def count(argv, cwd, cc, timeout=None):
                        KX_ICOUNT_PLUGIN=str(plugin))
         t0 = time.monotonic()
         try:
-            p = run(cmd, cwd=cwd, check=False, env=env, timeout=timeout.seconds,
+            box = sandbox.wrap(cmd, cwd, env=env, rw=[tmp, *rw],
+                               ro=[Path(cmd[2]).parent] if src != "perf" else ())
+            p = run(box, cwd=cwd, check=False, env=env, timeout=timeout.seconds,
                     what="instruction count")
         except KexpandError:
             # with check=False, run() raises only for a missing program (at

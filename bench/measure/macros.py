@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kbuild import kcmd
+from kbuild import kcmd, sandbox
 from kbuild.proc import kill_group, pipe, spawn
 from kbuild.util import KexpandError, atomic_write
 
@@ -58,7 +58,7 @@ def own_bytes(bdir, argv, hot_at):
     flags, src = kcmd.strip_output(argv)
     cmd = flags + ["-E", "-fdebug-cpp", "-o", "-", src]
     tool = [str(OWN_TOOL), "-n", str(TOP)] + (["-l", hot_at] if hot_at else [])
-    out, aerr, prc, perr, arc, _ = pipe(cmd, tool, bdir)
+    out, aerr, prc, perr, arc, _ = pipe(sandbox.wrap(cmd, bdir), tool, bdir)
     if prc != 0:
         raise _fail("gcc -E -fdebug-cpp", cmd, prc, perr)
     if arc != 0:
@@ -102,7 +102,8 @@ def prune(stacks, total, frac=STACK_MIN):
 def run_stack_tool(bdir, flags, src, hot_at, folded=None, top=TOP):
     tool = [str(STACK_TOOL), "-n", str(top)] + (["-l", hot_at] if hot_at else []) + (
         ["-f", str(folded)] if folded else []) + ["--"] + flags + [src]
-    p = spawn(tool, cwd=bdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = spawn(sandbox.wrap(tool, bdir, rw=[Path(folded).parent] if folded else ()),
+              cwd=bdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out, err = p.communicate()
     except BaseException:

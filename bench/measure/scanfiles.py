@@ -11,7 +11,7 @@ import statistics
 import time
 from pathlib import Path
 
-from kbuild import kcmd
+from kbuild import kcmd, sandbox
 from kbuild.proc import run
 from kbuild.util import KexpandError
 
@@ -25,8 +25,9 @@ def compile_commands(tree, bdir):
     out = bdir / "compile_commands.json"
     gen = tree / "scripts/clang-tools/gen_compile_commands.py"
     if gen.exists():
-        run(["/usr/bin/python3", str(gen), "-d", str(bdir), "-o", str(out),
-             "--log_level", "ERROR"], cwd=bdir, what="gen_compile_commands.py")
+        run(sandbox.wrap(["/usr/bin/python3", str(gen), "-d", str(bdir), "-o", str(out),
+                          "--log_level", "ERROR"], bdir),
+            cwd=bdir, what="gen_compile_commands.py")
         try:
             entries = json.loads(out.read_text())
         except ValueError as e:

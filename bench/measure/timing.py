@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from kbuild import sandbox
 from kbuild.proc import kill_group, run, spawn
 from kbuild.util import KexpandError
 
@@ -89,9 +90,11 @@ def noise(times):
             "note": "; ".join(notes) or "ok"}
 
 
-def hyperfine(argv, cwd, runs, warmup=1, timeout=None):
+def hyperfine(argv, cwd, runs, warmup=1, timeout=None, box=None):
     """Time argv (run from cwd) with hyperfine; returns a summary dict with
-    the raw samples and peak RSS in kB."""
+    the raw samples and peak RSS in kB. box: the build dir whose sandbox
+    hyperfine and argv run in (kbuild.sandbox); None: kexpand's own tools
+    on its own files, outside."""
     with tempfile.TemporaryDirectory(prefix="kx-time-") as tmp:
         tmp = Path(tmp)
         rss = tmp / "rss"
@@ -100,6 +103,8 @@ def hyperfine(argv, cwd, runs, warmup=1, timeout=None):
         cmd = ["hyperfine", "-N", "--style", "none", "--warmup", str(warmup),
                "--runs", str(runs), "--export-json", str(out),
                shlex.join(wrapped)]
+        if box is not None:
+            cmd = sandbox.wrap(cmd, box, cwd=cwd, rw=[tmp])
         t0 = time.monotonic()
         p = run(cmd, cwd=cwd, check=False, timeout=timeout)
         if p.returncode != 0:
@@ -222,9 +227,10 @@ def hyperfine_argv(line, export):
 
 # --- interleaved runs ---------------------------------------------------------
 
-def run_once(argv, cwd, limit=None):
+def run_once(argv, cwd, limit=None, rw=()):
     """One run of argv from cwd, timed by hyperfine (hyperfine_argv), in a
-    process group of its own (kbuild.proc.spawn). Returns wall, user and
+    process group of its own (kbuild.proc.spawn), both in the sandbox of
+    build dir cwd (kbuild.sandbox; rw: the dirs its output goes to). Returns wall, user and
     system seconds (hyperfine's export: the command and the children it
     waited for), peak RSS in kB (wait4 on hyperfine) and the export
     (results[0]) itself. A command that fails is a "build" error with the
@@ -237,7 +243,8 @@ def run_once(argv, cwd, limit=None):
     with tempfile.TemporaryDirectory(prefix="kx-time-") as tmp:
         export = Path(tmp) / "hyperfine.json"
         with open(Path(tmp) / "stderr", "w+b") as err:
-            proc = spawn(hyperfine_argv(line, export), cwd=cwd,
+            proc = spawn(sandbox.wrap(hyperfine_argv(line, export), cwd,
+                                      rw=[tmp, *rw]), cwd=cwd,
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=err)
             try:

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import build, builddir
+from . import build, builddir, sandbox
 from .proc import kill_group, run, spawn
 from .util import KexpandError, atomic_write, log
 
@@ -62,9 +62,9 @@ def build_module(tree, bdir, promises, jobs):
     mdir = bdir / "kexpand-minmax-test"
     shutil.rmtree(mdir, ignore_errors=True)
     shutil.copytree(MODULE_SRC, mdir)
-    p = run(["make", "-C", str(tree), f"O={bdir.name}", f"M={mdir}",
-             *build.make_args("gcc"), f"KX_PROMISES={defs}", f"-j{jobs}",
-             "modules"], check=False)
+    p = run(sandbox.wrap(["make", "-C", str(tree), f"O={bdir.name}", f"M={mdir}",
+                          *build.make_args("gcc"), f"KX_PROMISES={defs}", f"-j{jobs}",
+                          "modules"], bdir), check=False)
     ko = mdir / "minmax_kunit.ko"
     if p.returncode != 0 or not ko.exists():
         raise KexpandError("building the minmax KUnit module failed:\n" +
@@ -90,14 +90,16 @@ def gen_init_cpio(tree, bdir, outdir):
     if exe.is_file():
         return exe
     exe = Path(outdir) / "gen_init_cpio"
-    run(["gcc", "-O2", "-o", str(exe), str(Path(tree) / "usr/gen_init_cpio.c")],
+    run(sandbox.wrap(["gcc", "-O2", "-o", str(exe),
+                      str(Path(tree) / "usr/gen_init_cpio.c")], bdir, rw=[outdir]),
         what="building usr/gen_init_cpio", klass="infra")
     return exe
 
 
-def make_initramfs(tool, path, files):
+def make_initramfs(tool, path, files, bdir):
     """files: {name: path}; /init is executable, and /dev/console is there
-    so that /init has stdio. Written with gen_init_cpio (`tool`)."""
+    so that /init has stdio. Written with gen_init_cpio (`tool`, built from
+    the tree: it runs in bdir's sandbox, reading the files)."""
     spec = ["dir /dev 0755 0 0", "nod /dev/console 0600 0 0 c 5 1"]
     for name, src in files.items():
         mode = "0755" if name == "init" else "0644"
@@ -106,7 +108,9 @@ def make_initramfs(tool, path, files):
     atomic_write(spec_file, "\n".join(spec) + "\n")
     tmp = Path(path).with_suffix(".part")
     with open(tmp, "wb") as out:
-        run([str(tool), str(spec_file)], stdout=out, what="gen_init_cpio")
+        run(sandbox.wrap([str(tool), str(spec_file)], bdir,
+                         ro=[tool, spec_file, *files.values()]),
+            stdout=out, what="gen_init_cpio")
     tmp.replace(path)
     return path
 
@@ -254,7 +258,7 @@ def boot_point(tree, bdir, config, promises, workdir, timeout, jobs):
     init = build_init(workdir)
     initrd = make_initramfs(gen_init_cpio(tree, bdir, workdir),
                             workdir / "initramfs.cpio",
-                            {"init": init, "minmax_kunit.ko": ko})
+                            {"init": init, "minmax_kunit.ko": ko}, bdir)
     cmd = qemu_command(bdir / "arch/x86/boot/bzImage", initrd)
     r = run_qemu(cmd, timeout)
     out.update(classify(r))

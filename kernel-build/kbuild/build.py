@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import sandbox
 from .proc import kill_group, run, spawn
 from .util import KexpandError, atomic_write_json, log, read_json
 
@@ -164,8 +165,9 @@ def build(tree, bdir, compiler, targets, jobs, keep_going=True, seeded=False,
         + (f" (~{prog.expected} steps last time)" if prog.expected else ""))
     t0 = time.monotonic()
     tail = collections.deque(maxlen=30)
-    proc = spawn(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                 stderr=subprocess.STDOUT, text=True, errors="replace")
+    proc = spawn(sandbox.wrap(cmd, bdir), stdin=subprocess.DEVNULL,
+                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                 errors="replace")
     try:
         for text in proc.stdout:
             tail.append(text.rstrip("\n"))

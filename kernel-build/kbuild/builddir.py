@@ -21,7 +21,7 @@ import re
 import shutil
 from pathlib import Path
 
-from . import build, mtimes
+from . import build, mtimes, sandbox
 from .proc import run
 from .util import KexpandError, atomic_write, atomic_write_json, log, read_json
 
@@ -231,13 +231,16 @@ def configure(tree, bdir, compiler, config, seed_from_others=False, full=False,
     if config.kconfig:
         atomic_write(bdir / ".config", Path(config.kconfig).read_bytes())
     else:
-        run(["make", "-s", "-C", str(tree), f"O={bdir.name}", *margs,
-             config.base], what=f"make {config.base}", klass="build")
-    run([str(tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(bdir),
-         str(bdir / ".config"), str(config.fragment)], what="merge_config.sh",
-        klass="build")
-    run(["make", "-s", "-C", str(tree), f"O={bdir.name}", *margs,
-         "olddefconfig"], what="make olddefconfig", klass="build")
+        run(sandbox.wrap(["make", "-s", "-C", str(tree), f"O={bdir.name}", *margs,
+                          config.base], bdir),
+            what=f"make {config.base}", klass="build")
+    run(sandbox.wrap([str(tree / "scripts/kconfig/merge_config.sh"), "-m", "-O",
+                      str(bdir), str(bdir / ".config"), str(config.fragment)], bdir,
+                     ro=[config.fragment]),
+        what="merge_config.sh", klass="build")
+    run(sandbox.wrap(["make", "-s", "-C", str(tree), f"O={bdir.name}", *margs,
+                      "olddefconfig"], bdir),
+        what="make olddefconfig", klass="build")
     have = _options(bdir / ".config")
     want_opts = build.fragment_options(config.fragment)
     lost = [k for k, v in want_opts.items() if have.get(k, "n") != v]

@@ -9,7 +9,7 @@ import re
 from .util import KexpandError, log
 
 # Settings every command reads.
-COMMON = {"KEXPAND_WORK", "KEXPAND_RESULTS", "CASE", "JOBS"}
+COMMON = {"KEXPAND_WORK", "KEXPAND_RESULTS", "CASE", "JOBS", "SANDBOX"}
 # The variables each make target takes besides COMMON (README, "Variables").
 TARGETS = {
     "bench": {"POINTS", "FILES", "CC", "RUNS", "NO_TIME", "NO_BOOT", "NO_MACROS",

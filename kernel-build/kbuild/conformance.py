@@ -9,7 +9,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from . import kcmd
+from . import kcmd, sandbox
 from .proc import run
 from .util import KexpandError
 
@@ -47,7 +47,7 @@ def compile_snippet(bdir, template, snippet_path):
     if not snippet_path.is_file():
         raise KexpandError(f"conformance snippet {snippet_path} missing", "infra")
     cmd = flags + ["-c", "-o", "/dev/null", str(snippet_path)]
-    p = run(cmd, cwd=bdir, check=False)
+    p = run(sandbox.wrap(cmd, bdir, ro=[snippet_path]), cwd=bdir, check=False)
     text = p.stdout or ""
     if "fatal error:" in text and p.returncode != 0 and "No such file" in text:
         raise KexpandError(f"compiling {snippet_path.name}: {text.strip()[-300:]}",

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import sandbox
 from .checks import check_given, check_range, check_ref
 from .util import REPO, KexpandError, Progress, Split
 
@@ -60,6 +61,7 @@ class Request:
     every: int = 1                    # EVERY= (make track)
     scan: bool = False                # SCAN=1 (make track)
     full_build: bool = False          # FULL_BUILD=1 (make check: no fast path)
+    no_sandbox: bool = False          # SANDBOX=0: builds run bare (trusted series only)
     max_commits: int = 2000           # MAX_COMMITS= (make track)
     top: int = 20
     repeat: int = 10
@@ -164,14 +166,15 @@ def from_env(command, args=None, env=None):
         req.dask_scheduler = sched
     for key, envname in (("no_time", "NO_TIME"), ("no_boot", "NO_BOOT"),
                           ("no_macros", "NO_MACROS"), ("scan", "SCAN"),
-                          ("full_build", "FULL_BUILD")):
+                          ("full_build", "FULL_BUILD"), ("no_sandbox", "SANDBOX")):
         v = args.get(key)
         if v is None:
             raw = (env.get(envname) or "").strip()
             if raw not in ("", "0", "1"):
                 raise KexpandError(f"{envname}={raw!r}: give {envname}=1 (or 0)")
-            v = raw == "1"
+            v = raw == ("0" if key == "no_sandbox" else "1")
         setattr(req, key, bool(v))
+    sandbox.set_enabled(not req.no_sandbox)
     return req
 
 

@@ -1,0 +1,198 @@
+"""The sandbox: everything that runs on a tree that may hold someone
+else's patches (Kconfig, make and its scripts, the preprocessor, the
+compiler, clang's tools, timed runs and instruction counts) runs under
+bubblewrap (Debian's bubblewrap):
+
+- no network (a network namespace of its own: only its own loopback);
+- its own pid, ipc, uts and cgroup namespaces, a new session, and it
+  dies with kexpand (--die-with-parent): when its first process ends,
+  the kernel ends every process left in it;
+- an unprivileged uid (65534) in a user namespace, no capabilities;
+- a read-only view of the toolchain (/usr and its links, a few files
+  of /etc: no shadow, no ssh or TLS keys) and of kexpand's own tools;
+- the tree state's source read-only, its build dir writable; the other
+  build dirs of the tree read-only; nothing else of the work dir, the
+  results dir, /root or /home; a private /tmp;
+- a clean environment (the locale, PATH and kexpand's and Kbuild's own
+  variables);
+- a time limit (coreutils timeout, on the whole process group) and a
+  memory limit per process (RLIMIT_DATA, through prlimit).
+
+A file outside the tree that a patch #includes is not there. SANDBOX=0
+turns it off, for series one trusts (settings puts KEXPAND_SANDBOX=0 in
+the environment, which local Dask workers inherit). Where it cannot
+start, check() refuses with what is missing instead of running bare."""
+import functools
+import os
+import pwd
+import subprocess
+from pathlib import Path
+
+from .util import REPO, KexpandError
+
+ENV = "KEXPAND_SANDBOX"
+# dirs the operator lets every sandbox write, ':'-separated (the tests'
+# fake Kbuild announces and blocks through a fifo in one)
+ENV_RW = "KEXPAND_SANDBOX_RW"
+BWRAP = "bwrap"
+UID = 65534
+# a whole kernel build is one command; a stuck one ends here at the latest
+LIMIT_S = 6 * 3600
+# per process (RLIMIT_DATA: heap and private writable maps); cc1 on the
+# worst minmax.h point needs about 2 GiB
+LIMIT_DATA = 16 << 30
+# what the toolchain reads of /etc: the links of alternatives (cc, awk,
+# ld), the loader's cache, user and group names
+ETC = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd",
+       "group", "nsswitch.conf", "localtime", "timezone", "os-release",
+       "debian_version", "perl", "python3", "python3.11")
+TOP = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+KEEP = {"PATH", "LANG", "LANGUAGE", "TZ", "PWD", "SOURCE_DATE_EPOCH", "TMPDIR"}
+KEEP_PREFIX = ("LC_", "KBUILD_", "KEXPAND_RUN", "KX_ICOUNT_", "KX_QEMU", "FAKE_")
+# kexpand's own tools and the case data (config fragments): read-only
+OWN_RO = (REPO / "bench" / "tools", REPO / "cases", REPO / "kernel-build")
+
+
+def enabled(env=None):
+    return (os.environ if env is None else env).get(ENV, "1") != "0"
+
+
+def set_enabled(on):
+    """SANDBOX= as settings read it, for this process and its children
+    (local Dask workers start from this environment)."""
+    if on:
+        os.environ.pop(ENV, None)
+    else:
+        os.environ[ENV] = "0"
+
+
+def _git_objects(tree):
+    """The object stores the tree's git borrows (the alternates of a clone
+    of a user's tree, and theirs): git inside (setlocalversion) reads them,
+    read-only like the tree's own .git, so a build cannot plant a hook
+    that kexpand's own git would run outside."""
+    git = Path(tree) / ".git"
+    todo, out = ([git / "objects"] if git.is_dir() else []), []
+    while todo:
+        obj = todo.pop()
+        if obj in out or not obj.is_dir():
+            continue
+        out.append(obj)
+        try:
+            lines = (obj / "info" / "alternates").read_text().splitlines()
+        except OSError:
+            lines = []
+        for line in (x.strip() for x in lines):
+            if line and not line.startswith("#"):
+                todo.append((obj / line).resolve())
+    return out[1:]
+
+
+def _tree_of(path):
+    """The tree a build dir or a path inside the tree belongs to: the
+    nearest directory upwards with a .git (a build dir is <tree>/kb-*)."""
+    p = Path(path).resolve()
+    for d in (p, *p.parents):
+        if (d / ".git").exists():
+            return d
+    return p.parent if p.name.startswith("kb-") else p
+
+
+def wrap(argv, bdir, *, cwd=None, rw=(), ro=(), env=None, seconds=None,
+         data=None):
+    """argv as it runs in the sandbox for the tree of build dir `bdir`
+    (writable; the tree's source and its other build dirs read-only).
+    rw, ro: further paths (scratch dirs, a config file). env: the
+    environment the command is to see (default: this process's),
+    filtered. seconds, data: the limits (default LIMIT_S, LIMIT_DATA).
+    Unchanged when the sandbox is off."""
+    own_env = env is None
+    env = dict(os.environ if env is None else env)
+    if not enabled():
+        return list(map(str, argv))
+    bdir = Path(bdir).resolve()
+    tree = _tree_of(bdir)
+    cwd = Path(cwd).resolve() if cwd is not None else bdir
+    a = _system() + ["--ro-bind", str(tree), str(tree)]
+    for d in sorted(tree.glob("kb-*")):
+        if d.is_dir() and d != bdir:
+            a += ["--ro-bind", str(d), str(d)]
+    if bdir != tree:
+        bdir.mkdir(parents=True, exist_ok=True)
+        a += ["--bind", str(bdir), str(bdir)]
+    for p in (*_git_objects(tree), *OWN_RO, *ro):
+        p = Path(p).resolve()
+        if p.exists() and not p.is_relative_to(tree):
+            a += ["--ro-bind", str(p), str(p)]
+    extra = [x for x in os.environ.get(ENV_RW, "").split(":") if x]
+    for p in (*rw, *extra):
+        p = Path(p).resolve()
+        if p.exists():
+            a += ["--bind", str(p), str(p)]
+    a += ["--chdir", str(cwd), "--clearenv"]
+    keep = {k: v for k, v in env.items()
+            if k in KEEP or k.startswith(KEEP_PREFIX)}
+    # Kbuild names the builder with whoami, which says "nobody" inside:
+    # the name of the user kexpand runs as keeps the bytes of version.c
+    if own_env:     # (a given environment, an instruction count's, stays as given)
+        keep.setdefault("KBUILD_BUILD_USER", _user())
+    for k, v in sorted(keep.items()):
+        a += ["--setenv", k, v]
+    a += ["--", "timeout", "-k", "10", str(int(seconds or LIMIT_S)),
+          "prlimit", f"--data={int(data or LIMIT_DATA)}", "--", *map(str, argv)]
+    return a
+
+
+def _system():
+    """The namespaces, the uid and the read-only system of every sandbox."""
+    a = [BWRAP, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+         "--unshare-uts", "--unshare-cgroup-try", "--uid", str(UID), "--gid", str(UID),
+         "--cap-drop", "ALL", "--new-session", "--die-with-parent",
+         "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
+         "--tmpfs", "/tmp", "--dir", "/var/tmp"]
+    for t in TOP:
+        p = Path("/") / t
+        if p.is_symlink():
+            a += ["--symlink", os.readlink(p), str(p)]
+        elif p.is_dir():
+            a += ["--ro-bind", str(p), str(p)]
+    for e in ETC:
+        p = Path("/etc") / e
+        if p.exists():
+            a += ["--ro-bind", str(p), str(p)]
+    return a
+
+
+@functools.lru_cache(maxsize=None)
+def _user():
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
+
+
+@functools.lru_cache(maxsize=None)
+def check():
+    """Refuse before any work where the sandbox cannot start: bubblewrap
+    missing, or no user namespaces. SANDBOX=0 skips it (README)."""
+    if not enabled():
+        return
+    try:
+        p = subprocess.run(_system() + ["--", "true"], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise KexpandError(
+            "the sandbox cannot start: bubblewrap (bwrap) is not installed; "
+            "install it (apt-get install bubblewrap; make bench and make check "
+            "install it as root), or give SANDBOX=0, only for series you trust",
+            "infra")
+    except subprocess.TimeoutExpired:
+        raise KexpandError("the sandbox did not start within 60 s (bwrap ... true); "
+                           "give SANDBOX=0 only for series you trust", "infra")
+    if p.returncode != 0:
+        why = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no message"]
+        raise KexpandError(
+            f"the sandbox cannot start: bwrap says '{why[0]}'. It needs user "
+            "namespaces (sysctl user.max_user_namespaces > 0, and on some "
+            "kernels kernel.unprivileged_userns_clone=1 for a user other than "
+            "root); or give SANDBOX=0, only for series you trust", "infra")
