@@ -72,7 +72,8 @@ def test_interleaved_runs_alternate_and_drop_warmups(tmp_path):
     log = tmp_path / "log"
 
     def cmd(side, key):
-        return (["sh", "-c", f"echo {side}{key} >> {log}"], tmp_path)
+        # (timed commands run in the sandbox: they write only where told)
+        return (["sh", "-c", f"echo {side}{key} >> {log}"], tmp_path, None, [tmp_path])
     jobs = {"x": (3, 1, lambda s: cmd(s, "x")), "y": (2, 0, lambda s: cmd(s, "y"))}
     got, failed = timing.interleaved(["A", "B"], jobs, seen.append)
     assert not failed
@@ -262,7 +263,7 @@ def test_counts_do_not_see_the_environment_or_where_the_object_goes(tmp_path, mo
     (to within gcc's own random seed: a few tens in tens of millions)."""
     counts = []
     for i, extra in enumerate(({"KX_NOISE": "x" * 10}, {"KX_NOISE": "y" * 3000})):
-        d = tmp_path / f"tree{i}" / "kb"
+        d = tmp_path / f"tree{i}" / "kb-x"
         d.mkdir(parents=True)
         (d.parent / "a.c").write_text(C_SOURCE)
         monkeypatch.setenv("KX_NOISE", extra["KX_NOISE"])

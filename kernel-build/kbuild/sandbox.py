@@ -88,13 +88,10 @@ def _git_objects(tree):
     return out[1:]
 
 
-def _tree_of(path):
-    """The tree a build dir or a path inside the tree belongs to: the
-    nearest directory upwards with a .git (a build dir is <tree>/kb-*)."""
-    p = Path(path).resolve()
-    for d in (p, *p.parents):
-        if (d / ".git").exists():
-            return d
+def _tree_of(bdir):
+    """The tree a build dir belongs to (<tree>/kb-*); any other dir is a
+    tree of its own, with nothing writable in it but what rw names."""
+    p = Path(bdir).resolve()
     return p.parent if p.name.startswith("kb-") else p
 
 
