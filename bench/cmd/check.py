@@ -46,8 +46,7 @@ def plan(req, case):
     if req.a and req.base:
         raise KexpandError("BASE= goes with PATCHES=; with A= and B=, A is the base")
     posted = mbox.read_series(req.patches) if req.patches else None
-    for m, why in posted.skipped if posted else ():
-        log(f"skipped {m.where}: \"{m.prefix.text} {m.subject}\" ({why})".replace("  ", " "))
+    say_skipped(posted)
     ratio = parse_growth(req.threshold) if req.threshold else sc.DEFAULT_RATIO
     base_ref = req.a or req.base or ("HEAD" if req.kernel else "packaged")
     name = req.name or (posted.slug if posted else
@@ -57,6 +56,13 @@ def plan(req, case):
         req, files=False))
     results.claim_dir(out, ident)
     return posted, ratio, base_ref, name, out, ident
+
+
+def say_skipped(posted):
+    """Log the mails of the input that are not applied, and why."""
+    for m, why in posted.skipped if posted else ():
+        log(f'skipped {m.where}: "{" ".join(filter(None, (m.prefix.text, m.subject)))}" '
+            f"({why})")
 
 
 def declared_base(repo, declared, base_ref, base):

@@ -64,9 +64,9 @@ def _check_regular(p, st):
 
 
 def _too_big(p, what):
-    return KexpandError(f"{p} {what}, over PATCHES='s limit of {MAX_BYTES >> 20} MiB "
-                        "per file; give the series' own mails (b4 am, or a thread "
-                        "mbox from lore)")
+    return KexpandError(f"{p} {what}; PATCHES= takes files of at most {MAX_BYTES >> 20} "
+                        "MiB (also once decompressed): give the series' own mails "
+                        "(b4 am, or a thread mbox from lore)")
 
 
 def list_dir(d):
@@ -102,7 +102,7 @@ def read_input(p):
         except OSError as e:
             raise KexpandError(f"{p}: cannot read it: {e.strerror}")
     if len(data) > MAX_BYTES:                   # it grew since its stat
-        raise _too_big(p, f"is over {MAX_BYTES >> 20} MiB")
+        raise _too_big(p, "grew past the limit while read")
     kind = next((k for m, k in MAGIC.items() if data.startswith(m)), None)
     if kind is None:
         return data
@@ -112,7 +112,7 @@ def read_input(p):
         raise KexpandError(f"{p}: a {kind} file that cannot be decompressed ({e}); "
                            "fetch it again")
     if out is None:
-        raise _too_big(p, f"is over {MAX_BYTES >> 20} MiB decompressed")
+        raise _too_big(p, f"unpacks ({kind}) to more than the limit")
     return out
 
 
