@@ -51,7 +51,9 @@ def plan(req, case):
     base_ref = req.a or req.base or ("HEAD" if req.kernel else "packaged")
     name = req.name or (posted.slug if posted else
                         f"{results.safe_name(req.a)}..{results.safe_name(req.b)}")
-    ident = dict(results.identity(req, files=False), series=name, base=base_ref)
+    # without BASE=, the series' declared base (used when the tree has it)
+    declared = posted.base_commit if posted and not req.a and not req.base else None
+    ident = dict(results.identity(req, files=False), series=name, base=declared or base_ref)
     out = req.results / "check" / (results.safe_name(name) + results.identity_tag(
         req, files=False))
     results.claim_dir(out, ident)
