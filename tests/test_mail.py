@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bench.cmd.check import declared_base, say_skipped
-from kbuild.mbox import apply_series, read_series
+from kbuild.mbox import REPLY, apply_series, read_series
 from kbuild.util import KexpandError
 from test_mbox import SEED_SUBJECTS, SEEDS, run_git, seed_patches
 
@@ -326,3 +326,13 @@ def test_a_thread_of_patchv3_and_patchv4_mixes_versions(tmp_path):
     msg = str(e.value)
     assert e.value.exit_code == 2 and "mix versions v3 and v4" in msg, msg
     assert f"[PATCHv3 1/5] in {f} (mail 2)" in msg and "comes twice" not in msg
+
+
+@pytest.mark.parametrize("subject,reply", [
+    ("Re: [PATCH next v4 2/5] x", True), ("[EXTERNAL] Re: [PATCH 2/5] x", True),
+    ("回复: [PATCH 2/5] x", True), ("AW: [PATCH 2/5] x", True), ("RE : x", True),
+    ("Fwd: [PATCH 2/5] x", True), ("FW: [PATCH 2/5] x", True), ("转发：[PATCH] x", True),
+    ("[PATCH] fw: loader: fix x", False), ("fw: loader: fix x", False),
+    ("[PATCH 2/5] re: x", False), ("[PATCH] tr: x", False)])
+def test_what_reads_as_a_reply(subject, reply):
+    assert bool(REPLY.match(subject)) == reply

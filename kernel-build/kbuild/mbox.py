@@ -27,13 +27,13 @@ from .series import COMMITTER, checkout, git, git_env, hunk_at
 from .util import KexpandError, atomic_write
 
 DIFF = re.compile(r"^(diff --git |--- \S.*\n\+\+\+ |GIT binary patch)", re.M)
-# Re:, Fwd: and their forms in other mailers and languages (AW:, SV:, WG:,
-# 回复:, 答复:, 转发:), also after a tag a mail gateway puts first
-# ("[EXTERNAL] Re:"), never after a [PATCH ...] group ("[PATCH] fw: ..." is
-# the firmware subsystem's patch)
-REPLY = re.compile(r"(?:\[(?![^\]]*\b(?:PATCH|RFC)\b)[^\]]*\]\s*)*"
-                   r"(?:re|aw|sv|vs|antw|odp|fw|fwd|wg|tr|rif|回复|答复|回覆|转发|轉寄)\s*[:：]",
-                   re.I)
+# Re: (AW:, SV:, 回复:, 答复: of other mailers), also after a tag a mail
+# gateway puts first ("[EXTERNAL] Re:"), never after a [PATCH ...] group;
+# a forward (Fwd:, FW:, WG:, TR:, 转发:) or a rarer reply word only before a
+# [...] group: "fw: loader" alone may be a commit subject
+REPLY = re.compile(r"(?:\[(?![^\]]*\b(?:PATCH|RFC)\b)[^\]]*\]\s*)*(?:"
+                   r"(?:re|aw|sv|回复|答复|回覆)\s*[:：]|"
+                   r"(?:fwd?|wg|tr|antw|odp|vs|转发|轉寄)\s*[:：]\s*\[)", re.I)
 BASE_COMMIT = re.compile(r"^base-commit: ([0-9a-f]{7,40})\s*$", re.M)
 KEY_VERSION = "kexpand-series-v1"
 # the mbox git am reads: mboxrd, so no line of a mail can split it
@@ -151,7 +151,7 @@ def read_mail(raw, source, index, dump=False):
     prefix, subject = parse_prefix(subject)
     name, addr = email.utils.parseaddr(author)
     # a 0/N is the cover letter even with a diff (an interdiff, a range-diff)
-    kind = ("reply" if REPLY.match(str(msg.get("subject", ""))) else
+    kind = ("reply" if not dump and REPLY.match(str(msg.get("subject", ""))) else
             "cover" if prefix.number == 0 and not dump else
             "patch" if DIFF.search(text) else
             "cover" if not dump and "PATCH" in prefix.text.upper() else None)
