@@ -78,7 +78,10 @@ def list_dir(d):
             name = name.removesuffix(z)
         return not f.name.startswith(".") and Path(name).suffix in SUFFIXES \
             and f.is_file()
-    files = sorted(f for f in Path(d).iterdir() if wanted(f))
+    try:
+        files = sorted(f for f in Path(d).iterdir() if wanted(f))
+    except OSError as e:
+        raise KexpandError(f"{d}: cannot list it: {e.strerror} (PATCHES=)")
     if not files:
         raise KexpandError(f"no patch found in {d}: no "
                            f"{', '.join('*' + s for s in SUFFIXES)} files (nor "
