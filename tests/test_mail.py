@@ -266,20 +266,24 @@ def test_replies_forwards_and_a_robots_fix_are_skipped_and_listed(tree, want, tm
     assert [(m.where, f"{m.prefix.text} {m.subject}".strip(), why.split(":")[0])
             for m, why in s.skipped] == [
         (f"{f} (mail 4)", str(robot["Subject"]), "not a numbered part of the series")] + [
-        (f"{f} (mail {n})", str(m["Subject"]), "a reply")
+        (f"{f} (mail {n})", str(m["Subject"]), "a reply or a forward")
         for n, m in zip((8, 9, 10, 11), others)]
     say_skipped(s)
     assert capsys.readouterr().err.splitlines()[:2] == [
         f'kexpand: skipped {f} (mail 4): "[PATCH] minmax: fix spdx.cocci warnings" (not a '
-        "numbered part of the series: a patch sent in reply to one of its mails)",
-        f'kexpand: skipped {f} (mail 8): "{others[0]["Subject"]}" (a reply)']
+        f"numbered part of the series: a patch sent in reply to {f} (mail 3))",
+        f'kexpand: skipped {f} (mail 8): "{others[0]["Subject"]}" (a reply or a forward)']
     assert tree_of(tree, s) == want[0]
-    # a lone [PATCH] sent in reply to a discussion is still a series of one
-    one = reply(cover, 6, "[PATCH] minmax: fix spdx.cocci warnings",
-                robot.get_content().replace(diff, patches[0].get_content()
-                                            .partition("\n---\n")[2]))
-    s = read_series([write(tmp_path / "one.eml", one.as_bytes(policy=LF))])
+    # a [PATCH] sent in reply to a discussion is a patch: alone, a series of
+    # one; given beside the series, one more patch (it answers none of its mails)
+    talk = EmailMessage()
+    talk["Message-ID"] = "<discussion@example.org>"
+    one = write(tmp_path / "one.eml", reply(talk, 6, str(robot["Subject"]),
+                                            robot.get_content()).as_bytes(policy=LF))
+    s = read_series([one])
     assert len(s.patches) == 1 and not s.skipped
+    s = read_series([write(tmp_path / "v4.mbox", mboxrd([cover, *patches])), one])
+    assert numbers(s) == [1, 2, 3, 4, 5, None] and not s.skipped
 
 
 # --- 6. a patch as an attachment -----------------------------------------------------

@@ -8,10 +8,11 @@ Mon Sep 17 00:00:00 2001`) and `b4 am` (`From git@z Thu Jan  1 00:00:00
 directories of patch files (format-patch -o), single mails, `git show` /
 `git log -p` dumps; gzip, xz and zstd files of any of them (kbuild.mailfile
 checks and reads the files). A thread's mails that are not numbered parts
-of the series (replies, a robot's fix sent in reply, forwards) and a mail
-that comes twice (same Message-ID) are skipped and listed. apply_series makes commits whose ids depend only
-on the base and the patches: author and date from the mail, kexpand the
-committer at the author date, no global or system git config."""
+of the series (replies, forwards, a robot's fix sent in reply to a patch)
+and a mail that comes twice (same Message-ID) are skipped and listed.
+apply_series makes commits whose ids depend only on the base and the
+patches: author and date from the mail, kexpand the committer at the
+author date, no global or system git config."""
 import email.policy
 import email.utils
 import hashlib
@@ -234,12 +235,14 @@ def read_series(paths):
             mails += read_file(f)
     mails, skipped = unique(mails)
     numbered = any(m.prefix.number for m in mails if m.kind == "patch")
+    by_id = {m.message_id: m for m in mails if m.message_id}
     for m in mails:
         if m.kind == "reply":
-            skipped.append((m, "a reply"))
-        elif numbered and not m.prefix.number and m.in_reply_to and m.kind == "patch":
+            skipped.append((m, "a reply or a forward"))
+        elif numbered and not m.prefix.number and m.kind == "patch" and \
+                m.in_reply_to in by_id:
             skipped.append((m, "not a numbered part of the series: a patch sent in "
-                               "reply to one of its mails"))
+                               f"reply to {by_id[m.in_reply_to].where}"))
     dropped = {id(m) for m, _ in skipped}
     patches = [m for m in mails if m.kind == "patch" and id(m) not in dropped]
     covers = [m for m in mails if m.kind == "cover"]
