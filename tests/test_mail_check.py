@@ -3,6 +3,7 @@ series' base-commit: is its base when the tree has it, and the log says
 so; when the tree does not have it, the series goes on the default base
 and a failure to apply names the declared base. Each series stops at a
 patch that does not apply, so that no build runs."""
+import os
 import subprocess
 
 from test_check import COMMENT_DIFF, ONCE_DIFF, check, series_mbox
@@ -35,3 +36,16 @@ def test_make_check_takes_the_declared_base(fake, tmp_path):  # noqa: F811
     assert f"BASE= not given: the series' base-commit: {after} is the base" in p.stderr
     assert f"does not apply to {after}" in errors(p), out(p)
     assert "The series declares" not in p.stderr, out(p)
+
+
+def test_make_check_refuses_a_device_and_a_fifo_at_once(fake, tmp_path):  # noqa: F811
+    base, env = fake
+    fifo = tmp_path / "t.mbox"
+    os.mkfifo(fifo)
+    for path, what in (("/dev/zero", "a character device"), (fifo, "a FIFO (named pipe)")):
+        p = check(env, PATCHES=path)
+        assert code(p) == 2 and errors(p) == (
+            f"kexpand: error: {path} is {what}; PATCHES= takes regular files (mbox files, "
+            "patch files) and directories of them"), out(p)
+        assert "Traceback" not in p.stderr
+    assert not (base / "work").exists()

@@ -63,13 +63,14 @@ def test_a_file_over_the_limit_is_refused_before_it_is_read(tmp_path):
     with open(junk, "wb") as f:
         f.truncate(200 << 20)                   # 200 MB, sparse: no disk, no memory
     assert mailfile.MAX_BYTES == 64 << 20
-    assert refused([junk]) == (f"{junk} is 200 MiB; PATCHES= takes files of at most 64 "
+    assert refused([junk]) == (f"{junk} is 209,715,200 bytes (200.0 MiB); PATCHES= "
+                               "takes files of at most 64 "
                                "MiB (also once decompressed): give the series' own mails "
                                "(b4 am, or a thread mbox from lore)")
     # inside a directory too
     (tmp_path / "d").mkdir()
     junk.rename(tmp_path / "d" / "junk.mbox")
-    assert "junk.mbox is 200 MiB; PATCHES= takes files of at most" in \
+    assert "junk.mbox is 209,715,200 bytes (200.0 MiB); PATCHES= takes files of" in \
         refused([tmp_path / "d"])
 
 

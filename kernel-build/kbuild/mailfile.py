@@ -60,7 +60,7 @@ def _check_regular(p, st):
         raise KexpandError(f"{p} is {what}; PATCHES= takes regular files (mbox files, "
                            "patch files) and directories of them")
     if st.st_size > MAX_BYTES:
-        raise _too_big(p, f"is {st.st_size / 2**20:.0f} MiB")
+        raise _too_big(p, f"is {st.st_size:,} bytes ({st.st_size / 2**20:.1f} MiB)")
 
 
 def _too_big(p, what):
