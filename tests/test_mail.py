@@ -2,8 +2,8 @@
 series (cover letter and patches 1/5..5/5) rebuilt with Python's email
 package the way lore, b4, mail clients and robots deliver it, read by
 kbuild.mbox and applied with real `git am` in a tiny tree holding the
-minmax.h the seeds apply to (tests/data/mail/minmax.h: the case's pre-6.7
-point). Every form must give the tree the plain seed files give.
+minmax.h the seeds apply to (the case's pre-6.7 point: the packaged 6.1
+tree's file, read from Debian's tarball, with cases/minmax/patches/0001). Every form must give the tree the plain seed files give.
 The PATCHES= type and size checks are in test_mailfile.py."""
 import gzip
 import lzma
@@ -22,7 +22,9 @@ from kbuild.mbox import REPLY, apply_series, read_series
 from kbuild.util import KexpandError
 from test_mbox import SEED_SUBJECTS, SEEDS, run_git, seed_patches
 
-MINMAX = Path(__file__).resolve().parent / "data" / "mail" / "minmax.h"
+REPO = Path(__file__).resolve().parent.parent
+TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
+PRE67 = REPO / "cases/minmax/patches/0001-pre-6.7-reconstruct-v6.6-minmax.patch"
 LF = policy.default.clone(linesep="\n")
 MBOXRD = b"From mboxrd@z Thu Jan  1 00:00:00 1970\n"
 COVER_SUBJECT = "minmax: Relax type checks in min() and max()."
@@ -92,9 +94,25 @@ def write(path, data):
     return path
 
 
-def make_minmax_tree(path):
+@pytest.fixture(scope="module")
+def minmax(tmp_path_factory):
+    """include/linux/minmax.h at the case's pre-6.7 point: the packaged
+    tree's file (linux-source-6.1, which make test installs) with the
+    case's first patch; never a copy of the kernel in this repository."""
+    d = tmp_path_factory.mktemp("pre67")
+    h = d / "include" / "linux" / "minmax.h"
+    h.parent.mkdir(parents=True)
+    with open(h, "wb") as f:
+        subprocess.run(["tar", "-xJf", TARBALL, "--wildcards", "-O",
+                        "*/include/linux/minmax.h"], stdout=f, check=True)
+    subprocess.run(["git", "apply", "--include=include/linux/minmax.h", PRE67],
+                   cwd=d, check=True)
+    return h
+
+
+def make_minmax_tree(path, minmax):
     (path / "include" / "linux").mkdir(parents=True)
-    shutil.copy(MINMAX, path / "include" / "linux" / "minmax.h")
+    shutil.copy(minmax, path / "include" / "linux" / "minmax.h")
     run_git(path, "init", "-q")
     run_git(path, "add", "-A")
     run_git(path, "commit", "-q", "-m", "minmax: the pre-6.7 point")
@@ -103,14 +121,14 @@ def make_minmax_tree(path):
 
 
 @pytest.fixture
-def tree(tmp_path):
-    return make_minmax_tree(tmp_path / "tree")
+def tree(tmp_path, minmax):
+    return make_minmax_tree(tmp_path / "tree", minmax)
 
 
 @pytest.fixture(scope="module")
-def want(tmp_path_factory):
+def want(tmp_path_factory, minmax):
     """The tree and commits the plain seed files give."""
-    t = make_minmax_tree(tmp_path_factory.mktemp("ref") / "tree")
+    t = make_minmax_tree(tmp_path_factory.mktemp("ref") / "tree", minmax)
     done = apply_series(t, "base", read_series(seed_patches()))
     return run_git(t, "rev-parse", "HEAD^{tree}").strip(), [c for _, c in done]
 
@@ -288,7 +306,7 @@ def test_replies_forwards_and_a_robots_fix_are_skipped_and_listed(tree, want, tm
 
 # --- 6. a patch as an attachment -----------------------------------------------------
 
-def test_a_patch_attached_as_octet_stream_is_read(tree, want, tmp_path):
+def test_a_patch_attached_as_octet_stream_is_read(tree, want, tmp_path, minmax):
     """A mail client's attachment: the message inline, the patch as
     application/octet-stream (base64), as git am reads it."""
     cover, *patches = series_mails()
@@ -305,7 +323,7 @@ def test_a_patch_attached_as_octet_stream_is_read(tree, want, tmp_path):
     assert numbers(s) == [1, 2, 3, 4, 5] and "diff --git" in s.patches[2].text
     assert tree_of(tree, s) == want[0]
     # plain git am reads it the same way
-    other = make_minmax_tree(tmp_path / "other")
+    other = make_minmax_tree(tmp_path / "other", minmax)
     run_git(other, "am", "-q", "--patch-format=mboxrd",
             str(write(tmp_path / "series.mbox", mboxrd(patches))))
     assert run_git(other, "rev-parse", "HEAD^{tree}").strip() == want[0]
