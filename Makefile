@@ -9,7 +9,7 @@ PKGS_bench := linux-source-6.1 gcc make flex bison bc libelf-dev libssl-dev libc
               qemu-system-x86 \
               xz-utils git python3 python3-matplotlib python3-markdown clang lld llvm \
               hyperfine time g++ llvm-14-dev libclang-cpp14-dev libclang-14-dev \
-              qemu-user python3-scipy python3-distributed bubblewrap
+              qemu-user python3-scipy python3-distributed bubblewrap zstd
 PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 
 .PHONY: all bench bench-analyzer bench-check boot scan sweep prepare plots compare bisect check track test unit-test clean deps-bench deps-test

@@ -46,15 +46,39 @@ def plan(req, case):
     if req.a and req.base:
         raise KexpandError("BASE= goes with PATCHES=; with A= and B=, A is the base")
     posted = mbox.read_series(req.patches) if req.patches else None
+    say_skipped(posted)
     ratio = parse_growth(req.threshold) if req.threshold else sc.DEFAULT_RATIO
     base_ref = req.a or req.base or ("HEAD" if req.kernel else "packaged")
     name = req.name or (posted.slug if posted else
                         f"{results.safe_name(req.a)}..{results.safe_name(req.b)}")
-    ident = dict(results.identity(req, files=False), series=name, base=base_ref)
+    # without BASE=, the series' declared base (used when the tree has it)
+    declared = posted.base_commit if posted and not req.a and not req.base else None
+    ident = dict(results.identity(req, files=False), series=name, base=declared or base_ref)
     out = req.results / "check" / (results.safe_name(name) + results.identity_tag(
         req, files=False))
     results.claim_dir(out, ident)
     return posted, ratio, base_ref, name, out, ident
+
+
+def say_skipped(posted):
+    """Log the mails of the input that are not applied, and why."""
+    for m, why in posted.skipped if posted else ():
+        log(f'skipped {m.where}: "{" ".join(filter(None, (m.prefix.text, m.subject)))}" '
+            f"({why})")
+
+
+def declared_base(repo, declared, base_ref, base):
+    """(ref, commit) of the base without BASE=: the series' base-commit:
+    when the tree has it, else base_ref (a failure to apply then names
+    the declared base)."""
+    try:
+        commit = trees.resolve(repo, declared)
+    except KexpandError:
+        log(f"the series declares base-commit: {declared}, which {repo} does not have: "
+            f"it is applied on {base_ref} (give BASE= to choose the base)")
+        return base_ref, base
+    log(f"BASE= not given: the series' base-commit: {declared} is the base")
+    return declared, commit
 
 
 def series_commits(req, tree, repo, posted, base, name):
@@ -79,6 +103,8 @@ def cmd_check(req, case):
     t0 = time.monotonic()
     with workdir.lock(req.work):
         tree, repo, package, (base,) = open_tree(req, case, [base_ref])
+        if posted and posted.base_commit and not req.base:
+            base_ref, base = declared_base(repo, posted.base_commit, base_ref, base)
         commits = series_commits(req, tree, repo, posted, base, name)
         tip = commits[-1][2]
         reason = "FULL_BUILD=1" if req.full_build else sc.full_build_reason(tree, base, tip)

@@ -6,31 +6,36 @@ Mon Sep 17 00:00:00 2001`) and `b4 am` (`From git@z Thu Jan  1 00:00:00
 1970`) write them, unquoted, and as lore and `b4 mbox` write a thread
 (`From mboxrd@z ...`, mboxrd: a '>' added to lines matching ^>*From );
 directories of patch files (format-patch -o), single mails, `git show` /
-`git log -p` dumps. Like git mailsplit, only a `From ` line with a time
-and a year opens a mail. apply_series makes commits whose ids depend only
-on the base and the patches: author and date from the mail, kexpand the
-committer at the author date, no global or system git config."""
+`git log -p` dumps; gzip, xz and zstd files of any of them (kbuild.mailfile
+checks and reads the files). A thread's mails that are not numbered parts
+of the series (replies, forwards, a robot's fix sent in reply to a patch)
+and a mail that comes twice (same Message-ID) are skipped and listed.
+apply_series makes commits whose ids depend only on the base and the
+patches: author and date from the mail, kexpand the committer at the
+author date, no global or system git config."""
 import email.policy
 import email.utils
 import hashlib
-import io
 import os
 import re
-import textwrap
 from dataclasses import dataclass, field
-from datetime import datetime
 from email.parser import BytesParser
 from pathlib import Path
 
-from .series import COMMITTER, checkout, git, git_env, hunk_at, parse_patch
+from .mailfile import COMMIT_LINE, FROM_LINE, check_path, list_dir, read_input, \
+    split_dump, split_mbox
+from .series import COMMITTER, checkout, git, git_env, hunk_at
 from .util import KexpandError, atomic_write
 
-# what a directory holds: format-patch's *.patch, b4's *.mbx and *.cover
-SUFFIXES = (".patch", ".diff", ".mbox", ".mbx", ".eml", ".cover")
-FROM_LINE = re.compile(rb"From \S+ .*\d:\d\d:\d\d\b.*\b\d{4}\b")
-COMMIT_LINE = re.compile(r"commit [0-9a-f]{40}\b", re.M)
 DIFF = re.compile(r"^(diff --git |--- \S.*\n\+\+\+ |GIT binary patch)", re.M)
-REPLY = re.compile(r"(re|aw|sv)\s*:", re.I)       # Re: (and AW:, SV: of some mailers)
+# Re: (AW:, SV:, 回复:, 答复: of other mailers), also after a tag a mail
+# gateway puts first ("[EXTERNAL] Re:"), never after a [PATCH ...] group;
+# a forward (Fwd:, FW:, WG:, TR:, 转发:) or a rarer reply word only before a
+# [...] group: "fw: loader" alone may be a commit subject
+REPLY = re.compile(r"(?:\[(?![^\]]*\b(?:PATCH|RFC)\b)[^\]]*\]\s*)*(?:"
+                   r"(?:re|aw|sv|回复|答复|回覆)\s*[:：]|"
+                   r"(?:fwd?|wg|tr|antw|odp|vs|转发|轉寄)\s*[:：]\s*\[)", re.I)
+BASE_COMMIT = re.compile(r"^base-commit: ([0-9a-f]{7,40})\s*$", re.M)
 KEY_VERSION = "kexpand-series-v1"
 # the mbox git am reads: mboxrd, so no line of a mail can split it
 AM_FROM = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
@@ -44,6 +49,7 @@ class Prefix:
     number: int | None = None   # 2 of 2/5; 0 for a cover letter
     total: int | None = None    # 5 of 2/5
     tags: tuple = ()            # the other words: ("next",), ("RFC",)
+    versioned: bool = False     # a version was given (v1 too)
 
 
 @dataclass
@@ -58,6 +64,8 @@ class Patch:
     text: str = ""              # the decoded message and diff
     keep_cr: bool = False       # its lines end in CR LF in the files it patches
     kind: str = "patch"         # patch, cover or reply
+    message_id: str = ""        # its Message-ID, <> stripped
+    in_reply_to: str = ""       # the Message-ID it answers (or its last Reference)
 
     @property
     def where(self):
@@ -70,6 +78,8 @@ class Series:
     cover: Patch | None = None  # the cover letter, never applied
     version: int = 1
     sources: list = field(default_factory=list)
+    base_commit: str | None = None  # the base-commit: trailer (format-patch --base)
+    skipped: list = field(default_factory=list)    # [(Patch, why)] not applied
 
     @property
     def name(self):
@@ -103,69 +113,16 @@ def parse_prefix(subject):
     m = re.match(r"((?:\[[^\]]*\]\s*)+)(.*)", subject)
     if not m:
         return Prefix(), subject
-    version, number, total, tags = 1, None, None, []
+    version, number, total, tags, versioned = 1, None, None, [], False
     for word in re.findall(r"[^\s\[\],]+", m.group(1)):
-        if re.fullmatch(r"[vV]\d+", word):
-            version = int(word[1:])
+        if v := re.fullmatch(r"(?:PATCH[-_]?)?[vV](\d+)", word, re.I):     # v4, PATCHv4
+            version, versioned = int(v.group(1)), True
         elif re.fullmatch(r"\d+/\d+", word):
             number, total = map(int, word.split("/"))
         elif word.upper() != "PATCH":
             tags.append(word)
-    return Prefix(m.group(1).strip(), version, number, total, tuple(tags)), m.group(2)
-
-
-def split_mbox(data):
-    """The mails of an mbox, without their `From ` lines; mboxrd quoting
-    undone unless a mail shows that the mbox does not quote (a bare
-    `From ` line in a mail: git format-patch and b4 am write them)."""
-    mails, cur = [], None
-    for line in io.BytesIO(data):
-        if FROM_LINE.match(line):
-            cur = []
-            mails.append(cur)
-        elif cur is not None:
-            cur.append(line)
-    quoted = data.startswith(b"From mboxrd@") or not any(
-        line.startswith(b"From ") for m in mails for line in m)
-    if quoted:
-        mails = [[re.sub(rb"^>(>*From )", rb"\1", l) for l in m] for m in mails]
-    return [b"".join(m) for m in mails]
-
-
-def split_dump(text):
-    """The commits of a `git show` / `git log -p` dump, each as a mail.
-    git log writes the newest first: a dump whose dates only go back in
-    time is turned around, so that the oldest applies first."""
-    starts = [m.start() for m in COMMIT_LINE.finditer(text)
-              if m.start() == 0 or text[m.start() - 1] == "\n"]
-    out = [(i, *dump_mail(text[a:b]))
-           for i, (a, b) in enumerate(zip(starts, starts[1:] + [len(text)]))]
-    dates = [d for _, _, d in out]
-    if dates != sorted(dates) and dates == sorted(dates, reverse=True):
-        out.reverse()
-    return [(i if len(out) > 1 else None, m) for i, m, _ in out]
-
-
-def dump_mail(text):
-    """One commit of a dump as the mail git format-patch would write, and
-    its date."""
-    head, _, rest = text.partition("\n\n")
-    lines = rest.split("\n")
-    end = next((i for i, l in enumerate(lines)
-                if l == "---" or l.startswith("diff --git ")), len(lines))
-    # git show indents the message by four spaces
-    message = textwrap.dedent("\n".join(lines[:end]))
-    meta = parse_patch(head + "\n\n" + message + "\n" + "\n".join(lines[end:]))
-    diff = "\n".join(lines[end:])
-    name, addr = meta.author[:-1].rsplit(" <", 1)
-    date = datetime.fromisoformat(meta.date)
-    mail = (f"From: {email.utils.formataddr((name, addr))}\n"
-            f"Date: {email.utils.format_datetime(date)}\n"
-            f"Subject: {meta.subject}\nMIME-Version: 1.0\n"
-            "Content-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: 8bit\n\n"
-            + (meta.body + "\n" if meta.body else "")
-            + ("" if diff.startswith("---") else "---\n") + diff)
-    return mail.encode("utf-8", "surrogateescape"), date
+    return Prefix(m.group(1).strip(), version, number, total, tuple(tags), versioned), \
+        m.group(2)
 
 
 def read_mail(raw, source, index, dump=False):
@@ -177,8 +134,8 @@ def read_mail(raw, source, index, dump=False):
     try:
         msg = BytesParser(policy=email.policy.default).parsebytes(raw)
         subject, author, date = (str(msg.get(h, "")) for h in ("subject", "from", "date"))
-        parts = [p for p in msg.walk() if p.get_content_maintype() == "text"]
-        text = "".join(_decode(p) for p in parts) if parts else ""
+        text = "".join(_decode(p) for p in msg.walk() if not p.is_multipart())
+        ids = [str(msg.get(h, "")) for h in ("message-id", "in-reply-to", "references")]
     except (ValueError, LookupError, TypeError, IndexError) as e:
         raise KexpandError(f"{_where(source, index)}: cannot read this mail: {e}")
     lines = [l for l in text.split("\n") if l]
@@ -194,10 +151,11 @@ def read_mail(raw, source, index, dump=False):
         return None
     prefix, subject = parse_prefix(subject)
     name, addr = email.utils.parseaddr(author)
-    kind = ("reply" if REPLY.match(str(msg.get("subject", ""))) else
+    # a 0/N is the cover letter even with a diff (an interdiff, a range-diff)
+    kind = ("reply" if not dump and REPLY.match(str(msg.get("subject", ""))) else
+            "cover" if prefix.number == 0 and not dump else
             "patch" if DIFF.search(text) else
-            "cover" if not dump and (prefix.number == 0 or "PATCH" in prefix.text.upper())
-            else None)
+            "cover" if not dump and "PATCH" in prefix.text.upper() else None)
     if kind is None:
         return None
     try:
@@ -208,12 +166,21 @@ def read_mail(raw, source, index, dump=False):
         raise KexpandError(f"{_where(source, index)}: patch \"{subject}\" has "
                            f"{'an unreadable' if date else 'no'} Date: header; git am "
                            "would date its commit now, and its id would change from run to run")
+    msgids = [re.findall(r"<([^<>\s]+)>", v) for v in ids]
     return Patch(Path(source), index, subject, prefix, f"{name or addr} <{addr}>", iso,
-                 raw, text, b"\r\n" in raw or "\r\n" in text, kind)
+                 raw, text, b"\r\n" in raw or "\r\n" in text, kind,
+                 next(iter(msgids[0]), ids[0].strip()),
+                 next(iter(msgids[1] or msgids[2][-1:]), ""))
 
 
 def _decode(part):
+    """A part's text: text/* in its charset; a part of another type (an
+    application/octet-stream attachment) only if it holds a diff, as git
+    am reads it then."""
     data, charset = part.get_payload(decode=True) or b"", part.get_content_charset()
+    if part.get_content_maintype() != "text":
+        text = data.decode("utf-8", "replace")
+        return text if DIFF.search(text) else ""
     try:
         return data.decode(charset or "utf-8", "replace")
     except LookupError:                 # a charset Python does not know
@@ -225,12 +192,9 @@ def _where(source, index):
 
 
 def read_file(path):
-    """Every patch, cover letter and reply of one file."""
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise KexpandError(f"{path}: cannot read it: {e.strerror}")
-    data = data.lstrip(b"\r\n").removeprefix(b"\xef\xbb\xbf")
+    """Every patch, cover letter and reply of one file (gzip, xz or zstd
+    too)."""
+    data = read_input(path).lstrip(b"\r\n").removeprefix(b"\xef\xbb\xbf")
     text = data.decode("utf-8", "surrogateescape").replace("\r\n", "\n")
     if FROM_LINE.match(data):
         mails = split_mbox(data)
@@ -254,29 +218,33 @@ def read_file(path):
 
 def read_series(paths):
     """The Series in `paths`: mbox files, directories of patch files (their
-    SUFFIXES files), single mails, commit dumps. Replies are skipped, a
-    cover letter names the series. Numbered patches ([PATCH n/m]) take
-    their places in the order of their numbers, others keep the order
-    they were given in (a directory's by file name)."""
+    mailfile.SUFFIXES files), single mails, commit dumps, compressed or
+    not. Replies, mails that come twice and, beside numbered patches,
+    unnumbered ones sent in reply (a robot's fix) are skipped and listed
+    in Series.skipped; a cover letter names the series, its (or else a
+    patch's) base-commit: is Series.base_commit. Numbered patches
+    ([PATCH n/m]) take their places in the order of their numbers, others
+    keep the order they were given in (a directory's by file name)."""
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not paths:
         raise KexpandError("no patches given: PATCHES=<mbox file | directory "
                            "of patch files | patch files ...>")
     mails = []
     for p in map(Path, paths):
-        if not p.exists():
-            raise KexpandError(f"{p}: no such file or directory (PATCHES=)")
-        if p.is_dir():
-            files = sorted(f for f in p.iterdir() if f.is_file()
-                           and f.suffix in SUFFIXES and not f.name.startswith("."))
-            if not files:
-                raise KexpandError(f"no patch found in {p}: no "
-                                   f"{', '.join('*' + s for s in SUFFIXES)} files")
-        else:
-            files = [p]
-        for f in files:
+        for f in (list_dir(p) if check_path(p) == "dir" else [p]):
             mails += read_file(f)
-    patches = [m for m in mails if m.kind == "patch"]
+    mails, skipped = unique(mails)
+    numbered = any(m.prefix.number for m in mails if m.kind == "patch")
+    by_id = {m.message_id: m for m in mails if m.message_id}
+    for m in mails:
+        if m.kind == "reply":
+            skipped.append((m, "a reply or a forward"))
+        elif numbered and not m.prefix.number and m.kind == "patch" and \
+                m.in_reply_to in by_id:
+            skipped.append((m, "not a numbered part of the series: a patch sent in "
+                               f"reply to {by_id[m.in_reply_to].where}"))
+    dropped = {id(m) for m, _ in skipped}
+    patches = [m for m in mails if m.kind == "patch" and id(m) not in dropped]
     covers = [m for m in mails if m.kind == "cover"]
     if not patches:
         raise KexpandError(f"no patch found in {', '.join(map(str, paths))}: "
@@ -284,7 +252,24 @@ def read_series(paths):
     version = check_versions(patches + covers)
     order_by_number(patches)
     cover = next((c for c in covers if c.prefix.number == 0), covers[0] if covers else None)
-    return Series(patches, cover, version, [Path(p) for p in paths])
+    base = next((b.group(1) for m in [cover] * bool(cover) + patches
+                 if (b := BASE_COMMIT.search(m.text))), None)
+    return Series(patches, cover, version, [Path(p) for p in paths], base, skipped)
+
+
+def unique(mails):
+    """The mails without those that come again (the same Message-ID: a
+    mail cross-posted to two lists, a thread given twice), and
+    [(mail, why)] of those left out."""
+    first, out, skipped = {}, [], []
+    for m in mails:
+        if m.message_id and m.message_id in first:
+            skipped.append((m, f"the same mail (Message-ID <{m.message_id}>) as "
+                               f"{first[m.message_id].where}"))
+        else:
+            first.setdefault(m.message_id or id(m), m)
+            out.append(m)
+    return out, skipped
 
 
 def check_versions(mails):
@@ -292,7 +277,7 @@ def check_versions(mails):
     lone [PATCH], a commit dump) goes with any."""
     by = {}
     for m in mails:
-        if m.prefix.number is not None or re.search(r"\b[vV]\d+\b", m.prefix.text):
+        if m.prefix.number is not None or m.prefix.versioned:
             by.setdefault(m.prefix.version, []).append(m)
     if len(by) > 1:
         which = "; ".join(f"v{v}: {len(ms)} mail(s), e.g. {ms[0].prefix.text} in {ms[0].where}"
@@ -372,12 +357,25 @@ def apply_series(tree, base, series, env=None):
             if r.returncode != 0:
                 git(tree, "am", "--abort", check=False, env=plain)
                 git(tree, "reset", "-q", "--hard", base_commit, env=plain)
-                raise KexpandError(failure(p, i, len(series.patches), base, r.stdout),
-                                   "build")
+                raise KexpandError(failure(p, i, len(series.patches), base, r.stdout)
+                                   + declared(tree, series, base_commit, plain), "build")
             done.append((p, git(tree, "rev-parse", "HEAD", env=plain).stdout.strip()))
     finally:
         mbox.unlink(missing_ok=True)
     return done
+
+
+def declared(tree, series, base_commit, env):
+    """What to add to a failure when the series declares another base."""
+    d = series.base_commit
+    if not d or base_commit.startswith(d):
+        return ""
+    has = git(tree, "rev-parse", "-q", "--verify", f"{d}^{{commit}}", check=False,
+              env=env).returncode == 0
+    return (f"\nThe series declares base-commit: {d}" + (
+        f"; give BASE={d}" if has else
+        f", which {tree} does not have; give KERNEL= a tree that has it (git fetch "
+        f"it there), and BASE={d} or no BASE="))
 
 
 def failure(p, i, n, base, out):
