@@ -172,14 +172,21 @@ def report_dir(req, kind, a, b):
         req, files=kind == "compare", compilers=kind != "bisect"))
 
 
+# the file of each report kind that carries its identity
+REPORT_FILES = ("pair.json", "check.json", "track.json")
+
+
 def claim_dir(outdir, ident):
     """Refuse to write a report into a directory that holds a report of
-    another identity (exit 2, naming it)."""
-    old = read_json(Path(outdir) / "pair.json") if (Path(outdir) / "pair.json").exists() \
-        else None
-    if isinstance(old, dict) and "identity" in old and old["identity"] != ident:
-        raise KexpandError(f"{outdir} holds the report of another run ({old['identity']}); "
-                           "move it away or give KEXPAND_RESULTS= another directory")
+    another identity, whatever its kind (exit 2, naming it)."""
+    for name in REPORT_FILES:
+        p = Path(outdir) / name
+        old = read_json(p) if p.exists() else None
+        if isinstance(old, dict) and "identity" in old and old["identity"] != ident:
+            raise KexpandError(
+                f"{outdir} holds the report of another run ({name}: {old['identity']}; "
+                f"this run: {ident}); move it away, give NAME= another name or "
+                "KEXPAND_RESULTS= another directory")
 
 
 def record_path(results, commit, compiler):

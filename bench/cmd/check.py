@@ -50,7 +50,9 @@ def plan(req, case):
     base_ref = req.a or req.base or ("HEAD" if req.kernel else "packaged")
     name = req.name or (posted.slug if posted else
                         f"{results.safe_name(req.a)}..{results.safe_name(req.b)}")
-    ident = dict(results.identity(req, files=False), series=name, base=base_ref)
+    # a check is its series, its base, its tree, config and compilers
+    ident = dict(results.identity(req, files=False), series=name, base=base_ref,
+                 compilers=list(req.compilers) if req.compilers_given else ["gcc"])
     out = req.results / "check" / (results.safe_name(name) + results.identity_tag(
         req, files=False))
     results.claim_dir(out, ident)

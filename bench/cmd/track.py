@@ -23,7 +23,7 @@ from kbuild.gitops import git
 from kbuild.util import KexpandError, atomic_write, atomic_write_json, log, read_json
 
 from .. import history, results
-from ..measure import icount
+from ..measure import icount, trackvalues
 from ..measure.trackdist import values_of
 from ..measure.point import measure_point
 from .inputs import check_file_names, make_command, open_tree, require_tools
@@ -84,10 +84,8 @@ def cmd_track(req, case):
     ident["track"] = name
     out = req.results / "track" / (results.safe_name(name) + _tag(req))
     results.claim_dir(out, ident)
-    old = read_json(out / "track.json") if (out / "track.json").exists() else None
-    known = {c["commit"]: c for c in (old or {}).get("commits", [])
-             if _complete(c, files, req.compilers if req.compilers_given else ["gcc"],
-                          req.scan)}
+    # what earlier runs measured, as the cache holds it (track.json is output)
+    known = trackvalues.known(req.work, out / "track.json", files, ccs, req.scan)
     with workdir.lock(req.work):
         tree, repo, package, _ = open_tree(req, case, [r for r in (a, b) if r])
         picked = select(commits_of(repo, req.range, req.max_commits), req.every,
@@ -101,6 +99,7 @@ def cmd_track(req, case):
         if req.dask_scheduler:
             from ..measure import trackdist
             values = trackdist.measure(req, case, todo, files, ccs)
+            trackvalues.keep_remote(req.work, values)
         else:
             values = measure_local(req, case, tree, todo, files, ccs, name)
         for c in commits:
@@ -124,14 +123,6 @@ def _tag(req):
     r = copy.copy(req)
     r.config_base, r.kconfig = "tinyconfig", None
     return results.identity_tag(r)
-
-
-def _complete(c, files, ccs, scan):
-    """A commit of an earlier run whose values can be kept."""
-    v = c.get("values") or {}
-    return all(f in (v.get(cc) or {}) for cc in ccs for f in files) and \
-        bool(c.get("setup")) and (not scan or all(
-            (c.get("total_bytes") or {}).get(cc) is not None for cc in ccs))
 
 
 def measure_local(req, case, tree, commits, files, ccs, name):
