@@ -4,11 +4,12 @@ its values come from the measurement cache; a range runs forwards only; a
 NAME= is a name git could give a ref; control characters from mails and
 commit subjects never reach a report or the terminal raw."""
 import json
+import subprocess
 
 import pytest
 
 from test_check import COMMENT_DIFF, check, series_mbox
-from test_faults import fake, kx  # noqa: F401
+from test_faults import PY, REPO, fake  # noqa: F401
 from test_hostile import code, errors, out
 from test_track import SETUP, history, load, track
 
@@ -81,3 +82,49 @@ def test_a_track_json_of_the_wrong_shape_is_redrawn(fake, tmp_path, junk):
     _d, again = load(base)
     assert [c["values"] for c in again["commits"]] == [c["values"] for c in rec["commits"]]
     assert [c["commit"] for c in again["commits"]] == ids[:4]
+
+
+def test_a_reversed_or_unrelated_range_is_refused(fake, tmp_path):
+    """RANGE=A..B and A= B= run forwards: a reversed range is not one
+    commit, and an A off B's history is not put in front of it as a parent."""
+    base, env = fake
+    user = tmp_path / "user"
+    g, ids = history(user)
+    g("checkout", "-q", "-b", "side", ids[1])
+    (user / "side.txt").write_text("side\n")
+    g("add", "side.txt")
+    g("commit", "-qm", "a side branch")
+    side = g("rev-parse", "HEAD")
+    g("checkout", "-q", "-")
+    p = track(env, user, "--range", f"{ids[3]}..{ids[1]}", "--name", "r")
+    assert p.returncode == 2 and "reversed" in p.stderr and ids[3][:12] in p.stderr, p.stderr
+    p = track(env, user, "--range", f"{side}..{ids[3]}", "--name", "r")
+    assert p.returncode == 2 and "is not an ancestor of" in p.stderr, p.stderr
+    assert not (base / "results/track").exists()
+    p = check(env, KERNEL=user, A=ids[3], B=ids[1])
+    assert code(p) == 2 and "reversed" in errors(p), out(p)
+    p = check(env, KERNEL=user, A=side, B=ids[3])
+    assert code(p) == 2 and f"A={side} B={ids[3]}: " in errors(p), out(p)
+
+
+def test_every_nth_point_names_its_real_parent_and_its_span(fake, tmp_path):
+    base, env = fake
+    user = tmp_path / "user"
+    _g, ids = history(user)
+    p = track(env, user, "--range", f"{ids[0]}..HEAD", "--every", "3", "--name", "n3")
+    assert p.returncode == 0, p.stderr
+    d, rec = load(base)
+    assert [c["commit"] for c in rec["commits"]] == [ids[0], ids[3], ids[6], ids[7]]
+    assert [c["parent"] for c in rec["commits"][1:]] == [ids[2], ids[5], ids[6]]
+    assert [c.get("spans") for c in rec["commits"]] == [None, 3, 3, 1]
+    up = next(i for i in rec["interesting"] if i["commit"] == ids[6])
+    assert up["parent"] == ids[5] and up["from"] == ids[3] and up["spans"] == 3
+    assert f"A={ids[3]}" in up["make_compare"]
+    pair = json.loads((base / "results" / up["compare"] / "pair.json").read_text())
+    assert pair["a"]["commit"] == ids[3] and pair["spans"] == 3
+    assert f"(spans 3 commits, from {ids[3][:12]})" in (d / "interesting.md").read_text()
+    p = subprocess.run([PY, str(REPO / "compare.py"), "--results", str(base / "results"),
+                        "--track"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    page = next((d / "c").glob(f"*{ids[6][:12]}*.html")).read_text()
+    assert "it spans 3 commits" in page and f"parent <code>{ids[5]}</code>" in page

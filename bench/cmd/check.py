@@ -68,7 +68,7 @@ def series_commits(req, tree, repo, posted, base, name):
         git(tree, "update-ref", f"refs/kexpand/check/{results.safe_name(name)}",
             done[-1][1])
         return [(i + 1, p.subject, c) for i, (p, c) in enumerate(done)]
-    tip = trees.resolve(repo, req.b)
+    _a, tip = trees.require_ancestor(repo, req.a, req.b, f"A={req.a} B={req.b}")
     revs = git(tree, "rev-list", "--first-parent", "--reverse", f"{base}..{tip}").stdout.split()
     if not revs:
         raise KexpandError(f"B={req.b} has no commits on top of A={req.a}: nothing to check")

@@ -48,7 +48,7 @@ def commits_of(repo, rng, limit):
     a, b = rng
     tip = trees.resolve(repo, b)
     if a:
-        start = trees.resolve(repo, a)
+        start, tip = trees.require_ancestor(repo, a, b, f"RANGE={a}..{b}")
         revs = git(repo, "rev-list", "--first-parent", "--reverse", f"{start}..{tip}").stdout.split()
         if start not in revs:
             revs.insert(0, start)
@@ -88,11 +88,14 @@ def cmd_track(req, case):
     known = trackvalues.known(req.work, out / "track.json", files, ccs, req.scan)
     with workdir.lock(req.work):
         tree, repo, package, _ = open_tree(req, case, [r for r in (a, b) if r])
-        picked = select(commits_of(repo, req.range, req.max_commits), req.every,
-                        req.max_commits)
+        revs = commits_of(repo, req.range, req.max_commits)
+        picked = select(revs, req.every, req.max_commits)
         log(f"track {name}: {len(picked)} commit(s) of {'..'.join(r for r in (a, b) if r)}"
             + (f", every {req.every}th" if req.every > 1 else ""))
         commits = [info(repo, c) for c in picked]
+        at = {c: i for i, c in enumerate(revs)}
+        for prev, c in zip(commits, commits[1:]):      # EVERY=N: a point spans N commits
+            c["spans"] = at[c["commit"]] - at[prev["commit"]]
         todo = [c for c in commits if c["commit"] not in known]
         log(f"{len(commits) - len(todo)} measured before (kept as they were measured), "
             f"{len(todo)} to measure")
@@ -177,15 +180,18 @@ def record(req, case, name, repo, package, commits, files, ccs, ident):
                 sigma = history.series_sigma(pts)
                 noise.setdefault(cc, {}).setdefault(f, {})[m] = round(sigma, 3)
                 for i, before, after, d, z, thr in history.changes(pts, m, sigma):
-                    c = commits[i]
+                    c, prev = commits[i], commits[i - 1]
+                    # parent: c's own; from: the point before, which it is
+                    # compared with (EVERY=N: N commits back, "spans")
                     interesting.append({
-                        "commit": c["commit"], "parent": commits[i - 1]["commit"] if i else None,
+                        "commit": c["commit"], "parent": c["parent"], "from": prev["commit"],
+                        "spans": c.get("spans", 1),
                         "subject": c["subject"], "cc": cc, "file": f, "metric": m,
                         "before": before, "after": after, "delta": d,
                         "ratio": round(after / before, 6) if before else None,
                         "sigma": round(sigma, 3), "z": z, "threshold": round(thr, 1),
                         "compare": None,
-                        "make_compare": compare_line(req, commits[i - 1]["commit"],
+                        "make_compare": compare_line(req, prev["commit"],
                                                      c["commit"], files, cc)})
     interesting.sort(key=lambda x: (-abs(x["ratio"] - 1) if x["ratio"] else 0))
     return {"schema": 1, "kind": "kexpand.track", "name": name, "tree": str(repo),
@@ -235,29 +241,30 @@ def predraw_compares(req, case, tree, repo, package, rec):
     from ..measure.point import measure_commits
     done = {}
     for i in rec["interesting"]:
-        if not i["parent"] or i["metric"] == "total_bytes":
+        if i["metric"] == "total_bytes":
             continue
-        key = (i["parent"], i["commit"], i["cc"])
+        key = (i["from"], i["commit"], i["cc"])
         if key in done:
             i["compare"] = done[key]
             continue
-        files = sorted({x["file"] for x in rec["interesting"] if (x["parent"], x["commit"],
+        files = sorted({x["file"] for x in rec["interesting"] if (x["from"], x["commit"],
                         x["cc"]) == key and x["file"] != "<whole build>"})
         sub = _sub_request(req, files, [i["cc"]])
-        a, b = i["parent"][:12], i["commit"][:12]
+        a, b = i["from"][:12], i["commit"][:12]
         d = results.report_dir(sub, "compare", a, b)
         req.progress.say(f"  compare {a}..{b} ({', '.join(files)}, {i['cc']})")
-        _w, recs, by_side = measure_commits(sub, case, tree, [(a, i["parent"]), (b, i["commit"])],
+        _w, recs, by_side = measure_commits(sub, case, tree, [(a, i["from"]), (b, i["commit"])],
                                             files, package, timed=False,
                                             attribute=not req.no_macros)
-        write_changed_lines(sub, case, tree, recs, i["parent"], i["commit"], files, d)
+        write_changed_lines(sub, case, tree, recs, i["from"], i["commit"], files, d)
         atomic_write_json(d / "pair.json", {
-            "a": {"ref": a, "commit": i["parent"], "subject": trees.subject(repo, i["parent"])},
+            "a": {"ref": a, "commit": i["from"], "subject": trees.subject(repo, i["from"])},
             "b": {"ref": b, "commit": i["commit"], "subject": i["subject"]},
             "tree": str(repo), "package": package, "files": files, "compilers": [i["cc"]],
             "config": rec["config"], "command": shlex.join(sys.argv),
             "make_command": i["make_compare"], "timings": pair_timings(by_side, files),
-            "identity": results.identity(sub), "from_track": rec["name"]})
+            "identity": results.identity(sub), "from_track": rec["name"],
+            "spans": i["spans"]})
         done[key] = i["compare"] = d.relative_to(req.results).as_posix()
 
 
@@ -285,5 +292,7 @@ def write(out, rec, files, ccs):
     for i in rec["interesting"]:
         lines.append(f"- `{i['commit'][:12]}` {i['subject']}: {i['file']} {i['metric']} "
                      f"({i['cc']}) {i['before']:,} -> {i['after']:,} (x{i['ratio']}, "
-                     f"z {i['z'] if i['z'] is not None else 'inf'}); `{i['make_compare']}`")
+                     f"z {i['z'] if i['z'] is not None else 'inf'}); `{i['make_compare']}`"
+                     + (f" (spans {i['spans']} commits, from {i['from'][:12]})"
+                        if i["spans"] > 1 else ""))
     atomic_write(out / "interesting.md", "\n".join(lines) + "\n")
