@@ -128,3 +128,27 @@ def test_every_nth_point_names_its_real_parent_and_its_span(fake, tmp_path):
     assert p.returncode == 0, p.stderr
     page = next((d / "c").glob(f"*{ids[6][:12]}*.html")).read_text()
     assert "it spans 3 commits" in page and f"parent <code>{ids[5]}</code>" in page
+
+
+@pytest.mark.parametrize("name", ["v4.lock", "x..y", "v4.", "a.lock"])
+def test_a_name_git_refuses_is_refused_before_any_work(fake, tmp_path, name):
+    base, env = fake
+    mbox = series_mbox(tmp_path / "c.mbox", [("kernel.h: a comment", COMMENT_DIFF)])
+    p = check(env, PATCHES=mbox, BASE="before", NAME=name)
+    assert code(p) == 2 and "NAME=" in errors(p) and "git" in errors(p), out(p)
+    assert not (base / "work").exists()
+
+
+def test_names_kexpand_takes_are_names_git_takes():
+    from kbuild.checks import check_name
+    from kbuild.util import KexpandError
+    for name in ["v4", "minmax-v4", "a.b", "a+b", "x..y", "v4.", "v4.lock", "a.lock.b",
+                 "a_b.", "1.2.3", "a-.lock", "a...b", "v4.locked", "q" * 64]:
+        try:
+            check_name("NAME", name)
+            ok = True
+        except KexpandError:
+            ok = False
+        git = subprocess.run(["git", "check-ref-format", f"refs/kexpand/check/{name}"],
+                             capture_output=True).returncode == 0
+        assert not ok or git, name
