@@ -152,3 +152,19 @@ def test_names_kexpand_takes_are_names_git_takes():
         git = subprocess.run(["git", "check-ref-format", f"refs/kexpand/check/{name}"],
                              capture_output=True).returncode == 0
         assert not ok or git, name
+
+
+def test_the_csv_of_a_metric_no_longer_tracked_is_removed(fake, tmp_path):
+    """SCAN=1 one night, not the next: total_bytes-gcc.csv goes."""
+    base, env = fake
+    user = tmp_path / "user"
+    _g, ids = history(user)
+    p = track(env, user, "--range", f"{ids[0]}..{ids[1]}", "--name", "s", "--scan")
+    assert p.returncode == 0, p.stderr
+    d, _rec = load(base)
+    assert (d / "total_bytes-gcc.csv").exists()
+    p = track(env, user, "--range", f"{ids[0]}..{ids[1]}", "--name", "s")
+    assert p.returncode == 0, p.stderr
+    assert sorted(x.name for x in d.glob("*.csv")) == [
+        "bytes-gcc.csv", "instructions_c-gcc.csv", "longest_line-gcc.csv"]
+    assert "total_bytes-gcc.csv: total_bytes is no longer tracked; removed" in p.stderr

@@ -15,6 +15,7 @@ DASK_SCHEDULER=, commits are measured on the cluster's workers
 results/track/<name>/track.json and one CSV per metric and compiler;
 compare.py --track draws the graphs and pages."""
 import datetime
+import re
 import shlex
 import sys
 
@@ -277,8 +278,14 @@ def _sub_request(req, files, ccs):
 
 
 def write(out, rec, files, ccs):
-    """track.json, a CSV per metric and compiler, interesting.md."""
+    """track.json, a CSV per metric and compiler, interesting.md; the CSV
+    of a metric or compiler no longer tracked is removed."""
     atomic_write_json(out / "track.json", rec)
+    now = {f"{m}-{cc}.csv" for m in rec["metrics"] for cc in ccs}
+    for p in out.glob("*.csv"):
+        if p.name not in now and re.fullmatch(r"[a-z_]+-[a-z]+\.csv", p.name):
+            log(f"{p.name}: {p.name[:-4]} is no longer tracked; removed")
+            p.unlink()
     for m in rec["metrics"]:
         for cc in ccs:
             cols = ["commit", "date", "subject"] + (files if m != "total_bytes"
