@@ -15,7 +15,7 @@ from pathlib import Path
 # compare.py reads results/ through this module only; these helpers are
 # its share of kbuild.util (it imports nothing from kernel-build/ itself).
 from kbuild.util import (KexpandError, atomic_write, atomic_write_json,  # noqa: F401
-                         log, read_json)
+                         log, printable, read_json)
 
 SCHEMA = 1
 OTHER_KINDS = ("kexpand.boot", "kexpand.conformance", "kexpand.scan")
@@ -187,6 +187,12 @@ def claim_dir(outdir, ident):
                 f"{outdir} holds the report of another run ({name}: {old['identity']}; "
                 f"this run: {ident}); move it away, give NAME= another name or "
                 "KEXPAND_RESULTS= another directory")
+
+
+def write_report(path, text):
+    """A report, page, plot or CSV: subjects of mails and commits in it
+    have their control characters escaped (util.printable)."""
+    atomic_write(path, printable(text))
 
 
 def record_path(results, commit, compiler):

@@ -168,3 +168,53 @@ def test_the_csv_of_a_metric_no_longer_tracked_is_removed(fake, tmp_path):
     assert sorted(x.name for x in d.glob("*.csv")) == [
         "bytes-gcc.csv", "instructions_c-gcc.csv", "longest_line-gcc.csv"]
     assert "total_bytes-gcc.csv: total_bytes is no longer tracked; removed" in p.stderr
+
+
+RAW = ("\x1b", "\x07", "\x9b", "\u202e")
+
+
+def no_raw_controls(root):
+    """Every report, page, plot and CSV under root: no raw control character."""
+    bad = []
+    for p in root.rglob("*"):
+        if p.is_file() and p.suffix in (".txt", ".md", ".html", ".svg", ".csv"):
+            text = p.read_text(errors="replace")
+            bad += [f"{p}: {c!r}" for c in RAW if c in text]
+    return bad
+
+
+def test_control_characters_of_a_subject_are_escaped(fake, tmp_path):
+    """ESC, BEL, a C1 CSI and a right-to-left override in a cover letter's
+    and a patch's subject reach the reports, the pages and the terminal
+    escaped."""
+    base, env = fake
+    mbox = series_mbox(tmp_path / "c.mbox", [("kernel.h: a \x1b]0;owned\x07 comment",
+                                              COMMENT_DIFF)])
+    mbox.write_text(mbox.read_text().replace("make min3() safer",
+                                             "make \x1b[31mmin3()\x9b2J\u202e safer"))
+    p = check(env, PATCHES=mbox, BASE="before")
+    assert code(p) == 0, out(p)
+    assert not [c for c in RAW if c in p.stdout + p.stderr], out(p)
+    [d] = (base / "results/check").iterdir()
+    assert "\\x1b[31mmin3()\\x9b2J\\u202e safer" in (d / "report.md").read_text()
+    c = subprocess.run([PY, str(REPO / "compare.py"), "--results", str(base / "results"),
+                        "--index"], capture_output=True, text=True)
+    assert c.returncode == 0, c.stderr
+    assert no_raw_controls(base / "results") == []
+
+
+def test_control_characters_of_a_commit_subject_are_escaped(fake, tmp_path):
+    base, env = fake
+    user = tmp_path / "user"
+    g, ids = history(user)
+    (user / SETUP).write_text((user / SETUP).read_text() + "int x = min3(1, 2, 3);\n")
+    g("commit", "-qam", "xen: \x1b[2Jone more min3()\x07")
+    p = track(env, user, "--range", f"{ids[6]}..HEAD", "--name", "c")
+    assert p.returncode == 0, p.stderr
+    assert not [c for c in RAW if c in p.stdout + p.stderr], p.stdout + p.stderr
+    assert "\\x1b[2Jone more min3()\\x07" in p.stdout
+    c = subprocess.run([PY, str(REPO / "compare.py"), "--results", str(base / "results"),
+                        "--track"], capture_output=True, text=True)
+    assert c.returncode == 0, c.stderr
+    assert not [x for x in RAW if x in c.stdout + c.stderr]
+    assert no_raw_controls(base / "results") == []

@@ -21,7 +21,7 @@ import sys
 
 from kbuild import build, trees, workdir
 from kbuild.gitops import git
-from kbuild.util import KexpandError, atomic_write, atomic_write_json, log, read_json
+from kbuild.util import KexpandError, atomic_write_json, log, read_json
 
 from .. import history, results
 from ..measure import icount, trackvalues
@@ -292,7 +292,7 @@ def write(out, rec, files, ccs):
                                                     else ["<whole build>"])
             rows = [dict({"commit": c["commit"], "date": c["date"], "subject": c["subject"]},
                          **{f: _value(c, cc, f, m) for f in cols[3:]}) for c in rec["commits"]]
-            atomic_write(out / f"{m}-{cc}.csv", results.csv_text(cols, rows))
+            results.write_report(out / f"{m}-{cc}.csv", results.csv_text(cols, rows))
     lines = [f"# Interesting changes: {rec['name']} ({rec['range']})", ""]
     if not rec["interesting"]:
         lines.append("None: every change stayed within its noise and floor.")
@@ -302,4 +302,4 @@ def write(out, rec, files, ccs):
                      f"z {i['z'] if i['z'] is not None else 'inf'}); `{i['make_compare']}`"
                      + (f" (spans {i['spans']} commits, from {i['from'][:12]})"
                         if i["spans"] > 1 else ""))
-    atomic_write(out / "interesting.md", "\n".join(lines) + "\n")
+    results.write_report(out / "interesting.md", "\n".join(lines) + "\n")
