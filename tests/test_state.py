@@ -218,3 +218,49 @@ def test_control_characters_of_a_commit_subject_are_escaped(fake, tmp_path):
     assert c.returncode == 0, c.stderr
     assert not [x for x in RAW if x in c.stdout + c.stderr]
     assert no_raw_controls(base / "results") == []
+
+
+PY_SHIM = """#!/bin/sh
+# kexpand before it takes signals: blocks once at its start, then runs
+case " $* " in *bench/kexpand.py*)
+  if mkdir "$FAKE_BLOCK/py.once" 2>/dev/null; then
+    # blocked in the shell's own open(2) of the fifo: no child outlives it
+    touch "$FAKE_BLOCK/blocked-py"; : < "$FAKE_BLOCK/fifo"
+  fi;;
+esac
+exec {py} "$@"
+"""
+
+
+@pytest.mark.parametrize("how", ["group-term", "make-term", "group-int"])
+def test_an_early_interrupt_is_exit_130(fake, tmp_path, how):
+    """A signal that reaches kexpand before Python has set its handlers
+    (a stand-in for its start, blocked on a fifo until signalled) still
+    ends the run with the documented 130, never make's 'Error 143'."""
+    import os
+    import signal
+    from test_interrupts import wait_for
+    base, env = fake
+    block = tmp_path / "block"
+    block.mkdir()
+    os.mkfifo(block / "fifo")
+    shim = tmp_path / "py"
+    shim.write_text(PY_SHIM.format(py=PY))
+    shim.chmod(0o755)
+    proc = subprocess.Popen(
+        ["make", "-s", "-C", str(REPO), "compare", "CASE=fake", "A=before", "B=after",
+         "CC=gcc", "NO_TIME=1", "NO_MACROS=1", f"PY={shim}"],
+        env=dict(env, FAKE_BLOCK=str(block)), start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(block / "blocked-py", proc, "kexpand's start")
+    if how == "make-term":
+        os.kill(proc.pid, signal.SIGTERM)
+    else:
+        os.killpg(proc.pid, signal.SIGINT if how == "group-int" else signal.SIGTERM)
+    o, e = proc.communicate(timeout=120)
+    assert code(proc_result(proc, o, e)) == 130, e
+    assert not (base / "results/compare").exists()
+
+
+def proc_result(proc, o, e):
+    return subprocess.CompletedProcess(proc.args, proc.returncode, o, e)
