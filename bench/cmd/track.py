@@ -284,7 +284,7 @@ def write(out, rec, files, ccs):
     now = {f"{m}-{cc}.csv" for m in rec["metrics"] for cc in ccs}
     for p in out.glob("*.csv"):
         if p.name not in now and re.fullmatch(r"[a-z_]+-[a-z]+\.csv", p.name):
-            log(f"{p.name}: {p.name[:-4]} is no longer tracked; removed")
+            log(f"removed {p.name}: a metric or compiler no longer tracked")
             p.unlink()
     for m in rec["metrics"]:
         for cc in ccs:
