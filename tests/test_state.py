@@ -267,3 +267,24 @@ def test_an_early_interrupt_is_exit_130(fake, tmp_path, how):
 
 def proc_result(proc, o, e):
     return subprocess.CompletedProcess(proc.args, proc.returncode, o, e)
+
+
+def test_values_measured_on_dask_workers_are_kept_in_the_clients_cache(tmp_path, capsys):
+    """A worker's measurements are in its own cache: the client keeps the
+    values it got, and a later run takes them from there, not from
+    track.json."""
+    from bench.measure import trackvalues
+    setup = {"config_hash": "c0ffee", "host": "w1", "counter": "perf 1", "gcc": "gcc 12"}
+    vals = {"gcc": {SETUP: {"bytes": 10, "longest_line": 5, "instructions_c": 7,
+                            "status": "ok"}}}
+    trackvalues.keep_remote(tmp_path, {"a" * 40: {"setup": setup, "values": vals}})
+    track_json = tmp_path / "track.json"
+    edited = json.loads(json.dumps(vals))
+    edited["gcc"][SETUP]["bytes"] = 99
+    track_json.write_text(json.dumps({"commits": [
+        {"commit": "a" * 40, "setup": setup, "values": edited},
+        {"commit": "b" * 40, "setup": setup, "values": vals}]}))
+    got = trackvalues.known(tmp_path, track_json, [SETUP], ["gcc"], False)
+    assert got == {"a" * 40: {"setup": setup, "values": vals}}     # b: measured again
+    assert f"{track_json} does not hold what was measured at aaaaaaaaaaaa" in \
+        capsys.readouterr().err
