@@ -35,10 +35,13 @@ export KX_CC := $(if $(filter command line,$(origin CC)),$(value CC))
 # HUP on: make signals only its direct child (this shell), which would
 # otherwise die and leave the program running with the lock held. `wait`
 # returns early when a trapped signal arrives, so it is called until the
-# program is gone. Sets rc to the program's exit code.
+# program is gone. Sets rc to the program's exit code; after an interrupt,
+# a program killed by the signal before it could take it (Python still
+# starting: 143 for TERM) counts as interrupted too: 130, as documented.
 fg = stop=; pid=; trap 'stop=1; [ -z "$$pid" ] || kill -TERM $$pid 2>/dev/null' TERM INT HUP; \
 	$(1) & pid=$$!; [ -z "$$stop" ] || kill -TERM $$pid 2>/dev/null; \
-	while wait $$pid; rc=$$?; kill -0 $$pid 2>/dev/null; do :; done
+	while wait $$pid; rc=$$?; kill -0 $$pid 2>/dev/null; do :; done; \
+	[ -z "$$stop" ] || [ $$rc -le 128 ] || rc=130
 # Run a measuring command, then draw the reports (also after build or boot
 # failures, which are data, and after a regression found by make check);
 # exit with the measuring command's code. An interrupt stops both.

@@ -28,7 +28,7 @@ sys.path[:0] = [str(REPO), str(REPO / "kernel-build")]
 import bench.results                                   # noqa: E402
 from bench import verdict                              # noqa: E402
 from kbuild import settings                            # noqa: E402
-from kbuild.util import (KexpandError, atomic_write, log,  # noqa: E402
+from kbuild.util import (KexpandError, log,  # noqa: E402
                          main_wrapper, read_json)
 from plots import macros, page, regression, tables    # noqa: E402
 from plots import check as check_report                # noqa: E402
@@ -123,10 +123,10 @@ def write_pair_report(results, outdir, records=None):
               f"{pct(n['wall_time'])}. Flagged as significant (-c or -E): "
               f"{n['flagged']} of {n['rows']}. Every other compare takes its "
               "thresholds from these figures (`results/noise.json`).\n")
-    atomic_write(outdir / "compare.csv", tables.csv_text(
+    bench.results.write_report(outdir / "compare.csv", tables.csv_text(
         COMPARE_COLUMNS, [r for r in rows if r["status"] == "ok"]))
     changes = read_json(outdir / "lines.json") if (outdir / "lines.json").exists() else None
-    atomic_write(outdir / "report.md", tables.pair_markdown(
+    bench.results.write_report(outdir / "report.md", tables.pair_markdown(
         pair, rows, changes if isinstance(changes, dict) else None)
         + aa + macros.pair_markdown(pair, records))
     plots = set()
@@ -178,7 +178,7 @@ def write_scan_report(results, outdir):
     if not sa or not sb:
         raise KexpandError(f"{outdir}: the scan records of A and B are missing "
                            f"under {results}: run 'make scan A=... B=...' again")
-    atomic_write(outdir / "ranking.md", tables.ranking_markdown(pair, rows, sa, sb))
+    bench.results.write_report(outdir / "ranking.md", tables.ranking_markdown(pair, rows, sa, sb))
     ratios = [r["growth_ratio"] for r in rows if r["growth_ratio"]]
     if ratios:
         regression.growth_histogram(
@@ -201,8 +201,8 @@ def write_check_reports(results):
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             log(f"warning: skipping {j}: a record of another shape ({type(e).__name__}: {e})")
             continue
-        atomic_write(j.parent / "report.txt", txt)
-        atomic_write(j.parent / "report.md", md)
+        bench.results.write_report(j.parent / "report.txt", txt)
+        bench.results.write_report(j.parent / "report.md", md)
         done.append(j.parent)
     return done
 
@@ -236,7 +236,7 @@ def write_sweep_report(results, point, file, d=None):
         raise KexpandError(f"no {d}/sweep.json: run 'make sweep FILE=... POINT=...'")
     sweep_report.effect_plot(data, d / "effects")
     md = sweep_report.markdown(data)
-    atomic_write(d / "sweep.md", md)
+    bench.results.write_report(d / "sweep.md", md)
     return md
 
 
@@ -275,8 +275,8 @@ def write_conformance(results, index):
     snippets = recs[pts[0]["commit"]]["snippets"]
     rows = tables.matrix_rows(snippets, by_point, points)
     cols = tables.CONFORMANCE_FIXED[:2] + points + tables.CONFORMANCE_FIXED[2:]
-    atomic_write(results / "conformance.csv", tables.csv_text(cols, rows))
-    atomic_write(results / "conformance.md",
+    bench.results.write_report(results / "conformance.csv", tables.csv_text(cols, rows))
+    bench.results.write_report(results / "conformance.md",
                  tables.conformance_markdown(snippets, by_point, points, rows))
     return rows
 
@@ -285,7 +285,7 @@ def write_boot_report(results, index):
     boots = bench.results.load_kind(results, "kexpand.boot", "boot")
     rows = [(p, boots[p["commit"]]) for p in index["points"] if p["commit"] in boots]
     if rows:
-        atomic_write(results / "boot.md", tables.boot_markdown(rows))
+        bench.results.write_report(results / "boot.md", tables.boot_markdown(rows))
 
 
 PLOT_ORDER = [m[0] for m in SERIES_METRICS[:1]] + ["every-commit"] + \
@@ -324,10 +324,10 @@ def write_series(results, case):
         return
     outdir = results / "plots"
     written = plot_all(index, records, outdir)
-    atomic_write(results / "expansion.md", tables.tables(index, records))
-    atomic_write(results / "macros.csv", tables.csv_text(
+    bench.results.write_report(results / "expansion.md", tables.tables(index, records))
+    bench.results.write_report(results / "macros.csv", tables.csv_text(
         macros.CSV_COLUMNS, macros.csv_rows(index, records)))
-    atomic_write(results / "macros.md", macros.series_markdown(index, records))
+    bench.results.write_report(results / "macros.md", macros.series_markdown(index, records))
     written += macros.flame_graphs(index, records, outdir)
     written += every_commit_plot(index, everything, outdir)
     # every compare pair, the bench's A/A check among them, from these records

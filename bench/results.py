@@ -15,7 +15,7 @@ from pathlib import Path
 # compare.py reads results/ through this module only; these helpers are
 # its share of kbuild.util (it imports nothing from kernel-build/ itself).
 from kbuild.util import (KexpandError, atomic_write, atomic_write_json,  # noqa: F401
-                         log, read_json)
+                         log, printable, read_json)
 
 SCHEMA = 1
 OTHER_KINDS = ("kexpand.boot", "kexpand.conformance", "kexpand.scan")
@@ -172,14 +172,27 @@ def report_dir(req, kind, a, b):
         req, files=kind == "compare", compilers=kind != "bisect"))
 
 
+# the file of each report kind that carries its identity
+REPORT_FILES = ("pair.json", "check.json", "track.json")
+
+
 def claim_dir(outdir, ident):
     """Refuse to write a report into a directory that holds a report of
-    another identity (exit 2, naming it)."""
-    old = read_json(Path(outdir) / "pair.json") if (Path(outdir) / "pair.json").exists() \
-        else None
-    if isinstance(old, dict) and "identity" in old and old["identity"] != ident:
-        raise KexpandError(f"{outdir} holds the report of another run ({old['identity']}); "
-                           "move it away or give KEXPAND_RESULTS= another directory")
+    another identity, whatever its kind (exit 2, naming it)."""
+    for name in REPORT_FILES:
+        p = Path(outdir) / name
+        old = read_json(p) if p.exists() else None
+        if isinstance(old, dict) and "identity" in old and old["identity"] != ident:
+            raise KexpandError(
+                f"{outdir} holds the report of another run ({name}: {old['identity']}; "
+                f"this run: {ident}); move it away, give NAME= another name or "
+                "KEXPAND_RESULTS= another directory")
+
+
+def write_report(path, text):
+    """A report, page, plot or CSV: subjects of mails and commits in it
+    have their control characters escaped (util.printable)."""
+    atomic_write(path, printable(text))
 
 
 def record_path(results, commit, compiler):

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import markdown
 
-from bench.results import atomic_write
+from bench.results import printable, write_report
 
 esc = html.escape
 
@@ -113,13 +113,13 @@ def page(results, path, title, body, trail=(), h1=None):
 def write(path, text):
     """atomic_write, skipped when the file already holds exactly this text
     (a track's thousand commit pages are written once, not every time)."""
-    path = Path(path)
+    path, text = Path(path), printable(text)
     try:
         if path.read_text() == text:
             return path
     except (OSError, UnicodeDecodeError):
         pass
-    atomic_write(path, text)
+    write_report(path, text)
     return path
 
 

@@ -75,7 +75,13 @@ def commit_page(d, t, c, name, target, inter, changes, back, byid, graphs):
     out = [f"<p>{esc(str(c.get('subject') or ''))}<br>commit <code>{esc(c['commit'])}</code>, "
            f"{esc(str(c.get('date') or ''))}<br>parent <code>{esc(str(parent))}</code>"
            + ("" if pc else " (not in the track)") + "</p>"]
-    if target:
+    spans = max([e.get("spans") for e in inter if isinstance(e.get("spans"), int)]
+                or [1])
+    if target and spans > 1:      # EVERY=N: against the point before, N commits back
+        out.append(f"<p>The report of this commit against the point before it, "
+                   f"<code>{esc(str(inter[0].get('from'))[:12])}</code>: it spans {spans} "
+                   f"commits: {link(p, target, target.parent.name)}.</p>")
+    elif target:
         out.append(f"<p>The report of this commit against its parent: "
                    f"{link(p, target, target.parent.name)}.</p>")
     cmd = make_compare(t, c, inter)

@@ -51,9 +51,11 @@ def plan(req, case):
     base_ref = req.a or req.base or ("HEAD" if req.kernel else "packaged")
     name = req.name or (posted.slug if posted else
                         f"{results.safe_name(req.a)}..{results.safe_name(req.b)}")
-    # without BASE=, the series' declared base (used when the tree has it)
+    # a check is its series, its base (without BASE=, the series' declared
+    # base, used when the tree has it), its tree, config and compilers
     declared = posted.base_commit if posted and not req.a and not req.base else None
-    ident = dict(results.identity(req, files=False), series=name, base=declared or base_ref)
+    ident = dict(results.identity(req, files=False), series=name, base=declared or base_ref,
+                 compilers=list(req.compilers) if req.compilers_given else ["gcc"])
     out = req.results / "check" / (results.safe_name(name) + results.identity_tag(
         req, files=False))
     results.claim_dir(out, ident)
@@ -90,7 +92,7 @@ def series_commits(req, tree, repo, posted, base, name):
         git(tree, "update-ref", f"refs/kexpand/check/{results.safe_name(name)}",
             done[-1][1])
         return [(i + 1, p.subject, c) for i, (p, c) in enumerate(done)]
-    tip = trees.resolve(repo, req.b)
+    _a, tip = trees.require_ancestor(repo, req.a, req.b, f"A={req.a} B={req.b}")
     revs = git(tree, "rev-list", "--first-parent", "--reverse", f"{base}..{tip}").stdout.split()
     if not revs:
         raise KexpandError(f"B={req.b} has no commits on top of A={req.a}: nothing to check")

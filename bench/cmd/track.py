@@ -15,15 +15,16 @@ DASK_SCHEDULER=, commits are measured on the cluster's workers
 results/track/<name>/track.json and one CSV per metric and compiler;
 compare.py --track draws the graphs and pages."""
 import datetime
+import re
 import shlex
 import sys
 
 from kbuild import build, trees, workdir
 from kbuild.gitops import git
-from kbuild.util import KexpandError, atomic_write, atomic_write_json, log, read_json
+from kbuild.util import KexpandError, atomic_write_json, log, read_json
 
 from .. import history, results
-from ..measure import icount
+from ..measure import icount, trackvalues
 from ..measure.trackdist import values_of
 from ..measure.point import measure_point
 from .inputs import check_file_names, make_command, open_tree, require_tools
@@ -48,7 +49,7 @@ def commits_of(repo, rng, limit):
     a, b = rng
     tip = trees.resolve(repo, b)
     if a:
-        start = trees.resolve(repo, a)
+        start, tip = trees.require_ancestor(repo, a, b, f"RANGE={a}..{b}")
         revs = git(repo, "rev-list", "--first-parent", "--reverse", f"{start}..{tip}").stdout.split()
         if start not in revs:
             revs.insert(0, start)
@@ -84,23 +85,25 @@ def cmd_track(req, case):
     ident["track"] = name
     out = req.results / "track" / (results.safe_name(name) + _tag(req))
     results.claim_dir(out, ident)
-    old = read_json(out / "track.json") if (out / "track.json").exists() else None
-    known = {c["commit"]: c for c in (old or {}).get("commits", [])
-             if _complete(c, files, req.compilers if req.compilers_given else ["gcc"],
-                          req.scan)}
+    # what earlier runs measured, as the cache holds it (track.json is output)
+    known = trackvalues.known(req.work, out / "track.json", files, ccs, req.scan)
     with workdir.lock(req.work):
         tree, repo, package, _ = open_tree(req, case, [r for r in (a, b) if r])
-        picked = select(commits_of(repo, req.range, req.max_commits), req.every,
-                        req.max_commits)
+        revs = commits_of(repo, req.range, req.max_commits)
+        picked = select(revs, req.every, req.max_commits)
         log(f"track {name}: {len(picked)} commit(s) of {'..'.join(r for r in (a, b) if r)}"
             + (f", every {req.every}th" if req.every > 1 else ""))
         commits = [info(repo, c) for c in picked]
+        at = {c: i for i, c in enumerate(revs)}
+        for prev, c in zip(commits, commits[1:]):      # EVERY=N: a point spans N commits
+            c["spans"] = at[c["commit"]] - at[prev["commit"]]
         todo = [c for c in commits if c["commit"] not in known]
         log(f"{len(commits) - len(todo)} measured before (kept as they were measured), "
             f"{len(todo)} to measure")
         if req.dask_scheduler:
             from ..measure import trackdist
             values = trackdist.measure(req, case, todo, files, ccs)
+            trackvalues.keep_remote(req.work, values)
         else:
             values = measure_local(req, case, tree, todo, files, ccs, name)
         for c in commits:
@@ -124,14 +127,6 @@ def _tag(req):
     r = copy.copy(req)
     r.config_base, r.kconfig = "tinyconfig", None
     return results.identity_tag(r)
-
-
-def _complete(c, files, ccs, scan):
-    """A commit of an earlier run whose values can be kept."""
-    v = c.get("values") or {}
-    return all(f in (v.get(cc) or {}) for cc in ccs for f in files) and \
-        bool(c.get("setup")) and (not scan or all(
-            (c.get("total_bytes") or {}).get(cc) is not None for cc in ccs))
 
 
 def measure_local(req, case, tree, commits, files, ccs, name):
@@ -186,15 +181,18 @@ def record(req, case, name, repo, package, commits, files, ccs, ident):
                 sigma = history.series_sigma(pts)
                 noise.setdefault(cc, {}).setdefault(f, {})[m] = round(sigma, 3)
                 for i, before, after, d, z, thr in history.changes(pts, m, sigma):
-                    c = commits[i]
+                    c, prev = commits[i], commits[i - 1]
+                    # parent: c's own; from: the point before, which it is
+                    # compared with (EVERY=N: N commits back, "spans")
                     interesting.append({
-                        "commit": c["commit"], "parent": commits[i - 1]["commit"] if i else None,
+                        "commit": c["commit"], "parent": c["parent"], "from": prev["commit"],
+                        "spans": c.get("spans", 1),
                         "subject": c["subject"], "cc": cc, "file": f, "metric": m,
                         "before": before, "after": after, "delta": d,
                         "ratio": round(after / before, 6) if before else None,
                         "sigma": round(sigma, 3), "z": z, "threshold": round(thr, 1),
                         "compare": None,
-                        "make_compare": compare_line(req, commits[i - 1]["commit"],
+                        "make_compare": compare_line(req, prev["commit"],
                                                      c["commit"], files, cc)})
     interesting.sort(key=lambda x: (-abs(x["ratio"] - 1) if x["ratio"] else 0))
     return {"schema": 1, "kind": "kexpand.track", "name": name, "tree": str(repo),
@@ -244,29 +242,30 @@ def predraw_compares(req, case, tree, repo, package, rec):
     from ..measure.point import measure_commits
     done = {}
     for i in rec["interesting"]:
-        if not i["parent"] or i["metric"] == "total_bytes":
+        if i["metric"] == "total_bytes":
             continue
-        key = (i["parent"], i["commit"], i["cc"])
+        key = (i["from"], i["commit"], i["cc"])
         if key in done:
             i["compare"] = done[key]
             continue
-        files = sorted({x["file"] for x in rec["interesting"] if (x["parent"], x["commit"],
+        files = sorted({x["file"] for x in rec["interesting"] if (x["from"], x["commit"],
                         x["cc"]) == key and x["file"] != "<whole build>"})
         sub = _sub_request(req, files, [i["cc"]])
-        a, b = i["parent"][:12], i["commit"][:12]
+        a, b = i["from"][:12], i["commit"][:12]
         d = results.report_dir(sub, "compare", a, b)
         req.progress.say(f"  compare {a}..{b} ({', '.join(files)}, {i['cc']})")
-        _w, recs, by_side = measure_commits(sub, case, tree, [(a, i["parent"]), (b, i["commit"])],
+        _w, recs, by_side = measure_commits(sub, case, tree, [(a, i["from"]), (b, i["commit"])],
                                             files, package, timed=False,
                                             attribute=not req.no_macros)
-        write_changed_lines(sub, case, tree, recs, i["parent"], i["commit"], files, d)
+        write_changed_lines(sub, case, tree, recs, i["from"], i["commit"], files, d)
         atomic_write_json(d / "pair.json", {
-            "a": {"ref": a, "commit": i["parent"], "subject": trees.subject(repo, i["parent"])},
+            "a": {"ref": a, "commit": i["from"], "subject": trees.subject(repo, i["from"])},
             "b": {"ref": b, "commit": i["commit"], "subject": i["subject"]},
             "tree": str(repo), "package": package, "files": files, "compilers": [i["cc"]],
             "config": rec["config"], "command": shlex.join(sys.argv),
             "make_command": i["make_compare"], "timings": pair_timings(by_side, files),
-            "identity": results.identity(sub), "from_track": rec["name"]})
+            "identity": results.identity(sub), "from_track": rec["name"],
+            "spans": i["spans"]})
         done[key] = i["compare"] = d.relative_to(req.results).as_posix()
 
 
@@ -279,20 +278,28 @@ def _sub_request(req, files, ccs):
 
 
 def write(out, rec, files, ccs):
-    """track.json, a CSV per metric and compiler, interesting.md."""
+    """track.json, a CSV per metric and compiler, interesting.md; the CSV
+    of a metric or compiler no longer tracked is removed."""
     atomic_write_json(out / "track.json", rec)
+    now = {f"{m}-{cc}.csv" for m in rec["metrics"] for cc in ccs}
+    for p in out.glob("*.csv"):
+        if p.name not in now and re.fullmatch(r"[a-z_]+-[a-z]+\.csv", p.name):
+            log(f"removed {p.name}: a metric or compiler no longer tracked")
+            p.unlink()
     for m in rec["metrics"]:
         for cc in ccs:
             cols = ["commit", "date", "subject"] + (files if m != "total_bytes"
                                                     else ["<whole build>"])
             rows = [dict({"commit": c["commit"], "date": c["date"], "subject": c["subject"]},
                          **{f: _value(c, cc, f, m) for f in cols[3:]}) for c in rec["commits"]]
-            atomic_write(out / f"{m}-{cc}.csv", results.csv_text(cols, rows))
+            results.write_report(out / f"{m}-{cc}.csv", results.csv_text(cols, rows))
     lines = [f"# Interesting changes: {rec['name']} ({rec['range']})", ""]
     if not rec["interesting"]:
         lines.append("None: every change stayed within its noise and floor.")
     for i in rec["interesting"]:
         lines.append(f"- `{i['commit'][:12]}` {i['subject']}: {i['file']} {i['metric']} "
                      f"({i['cc']}) {i['before']:,} -> {i['after']:,} (x{i['ratio']}, "
-                     f"z {i['z'] if i['z'] is not None else 'inf'}); `{i['make_compare']}`")
-    atomic_write(out / "interesting.md", "\n".join(lines) + "\n")
+                     f"z {i['z'] if i['z'] is not None else 'inf'}); `{i['make_compare']}`"
+                     + (f" (spans {i['spans']} commits, from {i['from'][:12]})"
+                        if i["spans"] > 1 else ""))
+    results.write_report(out / "interesting.md", "\n".join(lines) + "\n")

@@ -78,6 +78,12 @@ class Cache:
                          ANALYZER_VERSION, SCAN_VERSION, MACROS_VERSION, COST_VERSION,
                          CHECK_VERSION)
 
+    def track_key(self, commit, cc, ccver, chash, counter, f):
+        """One file's track values measured on a Dask worker (whose own
+        cache holds the measurement), kept by the client."""
+        return self._key(commit, cc, ccver, chash, counter, f, "track", ANALYZER_VERSION,
+                         COST_VERSION)
+
     def scan_key(self, commit, cc, ccver, chash):
         return self._key(commit, cc, ccver, chash, "scan", ANALYZER_VERSION, SCAN_VERSION)
 

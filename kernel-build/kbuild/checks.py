@@ -80,6 +80,20 @@ def check_ref(var, value):
     return value
 
 
+def check_name(var, value):
+    """NAME=: a short name that becomes a directory and a ref's last part
+    (refs/kexpand/check/<name>), so it follows git-check-ref-format(1)
+    too: no '..', no trailing '.' or '.lock'; checked before any work."""
+    why = None
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}", value):
+        why = "give a short name of letters, digits, '.', '_', '+' or '-'"
+    elif ".." in value or value.endswith((".", ".lock")):
+        why = "git refuses it as a ref name ('..', or a trailing '.' or '.lock')"
+    if why:
+        raise KexpandError(f"{var}={value!r}: {why}; for example {var}=minmax-v4")
+    return value
+
+
 def check_range(var, value):
     """RANGE=A..B (or A...B, or one revision: everything up to it)."""
     sep = "..." if "..." in value else ".." if ".." in value else None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import sandbox
-from .checks import check_given, check_range, check_ref
+from .checks import check_given, check_name, check_range, check_ref
 from .util import REPO, KexpandError, Progress, Split
 
 COMPILERS = ("gcc", "clang")
@@ -259,10 +259,8 @@ def _names(req, get):
             if key in REFS:
                 check_ref(envname, v)
         setattr(req, key, v)
-    if req.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}",
-                                                 req.name):
-        raise KexpandError(f"NAME={req.name!r}: give a short name of letters, digits, "
-                           "'.', '_', '+' or '-', for example NAME=minmax-v4")
+    if req.name is not None:
+        check_name("NAME", req.name)
     rng = get("range", "RANGE")
     if rng is not None:
         req.range = check_range("RANGE", rng.strip())

@@ -115,6 +115,20 @@ def resolve(repo, ref):
     return p.stdout.strip()
 
 
+def require_ancestor(repo, a, b, what):
+    """A..B runs forwards: A is B or an ancestor of B (exit 2 otherwise,
+    naming both). `what` names the setting, as RANGE= or A= and B=."""
+    ca, cb = resolve(repo, a), resolve(repo, b)
+    if _git_ro(repo, "merge-base", "--is-ancestor", ca, cb).returncode == 0:
+        return ca, cb
+    if _git_ro(repo, "merge-base", "--is-ancestor", cb, ca).returncode == 0:
+        raise KexpandError(f"{what}: {a} ({ca[:12]}) comes after {b} ({cb[:12]}), not "
+                           f"before: the range is reversed; give {b} first, then {a}")
+    raise KexpandError(f"{what}: {a} ({ca[:12]}) is not an ancestor of {b} ({cb[:12]}) "
+                       f"in {repo}: their histories part; give as the first ref a commit "
+                       f"of {b}'s history (git merge-base {a} {b} names the one they share)")
+
+
 def has_file(repo, commit, path):
     """`path` is a file of `commit` in `repo` (read-only)."""
     return _git_ro(repo, "cat-file", "-e", f"{commit}:{path}").returncode == 0

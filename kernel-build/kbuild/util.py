@@ -8,6 +8,7 @@ the project."""
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -44,6 +45,31 @@ class KexpandError(Exception):
 
 def log(text):
     print(f"kexpand: {text}", file=sys.stderr, flush=True)
+
+
+# C0 controls but tab and newline, DEL, C1 controls and the bidirectional
+# overrides: what a mail or commit subject could use to rewrite or hide
+# what a reader of a terminal, a report or a page sees
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text):
+    """text with its control characters escaped (ESC -> \\x1b)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
+                        else f"\\u{ord(m[0]):04x}", text)
+
+
+class _Printable:
+    """A terminal stream that writes control characters escaped."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        return self.stream.write(printable(text))
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
 
 
 class Progress:
@@ -187,6 +213,8 @@ def main_wrapper(fn, argv=None):
     _INTERRUPTED.clear()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _interrupt)
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Printable(sys.stdout), _Printable(sys.stderr)
     try:
         code = fn(argv) or 0
     except KexpandError as e:
@@ -205,4 +233,5 @@ def main_wrapper(fn, argv=None):
     except Exception as e:      # noqa: B902  the last line of the policy
         print(_bug_report(e), file=sys.stderr)
         code = EXIT_BUG
+    sys.stdout, sys.stderr = streams
     sys.exit(code)
