@@ -83,7 +83,9 @@ def measure_one(bdir, rel, argv):
     except KexpandError as e:
         if e.klass == "infra":
             raise
+        # reason: error, or the limit it hit (proc.pipe: time or memory)
         return rel, {"status": "error", "error": str(e)[-2000:],
+                     "reason": getattr(e, "limit", "error"),
                      "seconds": round(time.monotonic() - t0, 4)}
     secs = time.monotonic() - t0
     hot = [{"at": f"{tree_path(t['file'])}:{t['line']}", "bytes": t["bytes"]}

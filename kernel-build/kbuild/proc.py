@@ -2,15 +2,21 @@
 interrupt or an error can end the whole tree it started (make and its
 compilers, hyperfine and the timed command, QEMU), run with a timeout and
 an error naming the command (run), piped into a tool (pipe), or many at
-a time (run_jobs)."""
+a time (run_jobs). Every -E has a time and a memory limit (pipe); the
+processes a run started, also below its Dask workers, end with it
+(reaping, end_descendants)."""
 import collections
 import contextlib
+import ctypes
 import os
+import re
+import resource
 import shlex
 import signal
 import subprocess
 import tempfile
 import threading
+import time
 
 from .util import KexpandError
 
@@ -60,16 +66,177 @@ def kill_all():
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
-def pipe(cmd, tool, cwd):
+def descendants(pid=None):
+    """[(pid, process group)] of every process below `pid` (default: this
+    one), from /proc."""
+    kids = collections.defaultdict(list)
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            kids[int(fields[1])].append((int(d), int(fields[2])))
+    out, todo = [], [pid or os.getpid()]
+    while todo:
+        for child in kids.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child[0])
+    return out
+
+
+def end_descendants(everything=False):
+    """Kill the process groups below this process that are not its own:
+    the compilers, analyzers and builds spawn() started, here or in a Dask
+    worker process. With `everything`, also what is left in its own group
+    (the workers), and reap what was reparented here (reaping)."""
+    own = os.getpgrp()
+    for pid, pgid in descendants():
+        if pid in _SPARED:
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if pgid != own:
+                os.killpg(pgid, signal.SIGKILL)
+            elif everything and not _kept(pid):
+                os.kill(pid, signal.SIGKILL)
+    if everything:
+        _reap_orphans()
+
+
+def _reap_orphans():
+    """Wait for this process's children that no Popen waits for (orphans
+    reparented here), for up to 5 s after they were killed."""
+    mine = {p.pid for p in _LIVE}
+    deadline = time.monotonic() + 5
+    while True:
+        left = [pid for pid, _ in descendants() if pid not in mine | _SPARED
+                and _parent(pid) == os.getpid() and not _kept(pid) and not _reaped(pid)]
+        if not left or time.monotonic() > deadline:
+            return
+        time.sleep(0.01)
+
+
+def _kept(pid):
+    """multiprocessing's resource tracker: it lives as long as this
+    process, and relaunching it is a warning on the terminal."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"resource_tracker" in f.read()
+    except OSError:
+        return True
+
+
+def _reaped(pid):
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] != 0
+    except ChildProcessError:
+        return True
+
+
+def _parent(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None
+
+
+PR_SET_CHILD_SUBREAPER = 36
+# what ran below this process before reaping() began (a test's own
+# scheduler): not the run's to end
+_SPARED = set()
+
+
+@contextlib.contextmanager
+def reaping():
+    """While in it, this process is a child subreaper (prctl(2)): the
+    children of a process that ends (a Dask worker's compilers) are
+    reparented here, not to init, where end_descendants finds them. On the
+    way out, everything still running below this process is killed."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    _SPARED.update(pid for pid, _ in descendants())
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    try:
+        yield
+    finally:
+        end_descendants(everything=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+        _SPARED.clear()
+
+
+# the limits of each command pipe() runs (every -E of a scan): wall
+# seconds and address space in MiB (E_TIME_LIMIT=, E_MEM_LIMIT=, README
+# "Limits"); the real minmax setup.c at laight-v4 (47 MB of -E output,
+# 15 to 30 s) stays far below both
+LIMITS = {"time_s": 300, "mem_mb": 4096}
+# what gcc, clang and the C tools write when an allocation fails
+OUT_OF_MEMORY = re.compile(rb"out of memory|virtual memory exhausted|bad_alloc|MemoryError"
+                           rb"|Cannot allocate memory|Allocation failed")
+
+
+def set_limits(time_s=None, mem_mb=None):
+    """The limits of every later pipe() in this process (settings.py's
+    values; a Dask worker gets them with each task)."""
+    LIMITS.update({k: v for k, v in (("time_s", time_s), ("mem_mb", mem_mb))
+                   if v is not None})
+
+
+class LimitHit(KexpandError):
+    """A command pipe() ran went past its time or memory limit; `limit` is
+    "time limit" or "memory limit" (the report names it)."""
+
+    def __init__(self, message, limit):
+        super().__init__(message, "build")
+        self.limit = limit
+
+
+def _limiter(time_s, mem_mb):
+    """preexec_fn of a limited command: its address space, and CPU seconds
+    as a backstop that holds even if nobody waits for it any more (its
+    children inherit both)."""
+    def limit():
+        if mem_mb:
+            resource.setrlimit(resource.RLIMIT_AS, (mem_mb << 20, mem_mb << 20))
+        if time_s:
+            resource.setrlimit(resource.RLIMIT_CPU, (time_s, time_s + 5))
+    return limit
+
+
+def _limit_error(cmd, limit, time_s, mem_mb):
+    what = (f"the time limit of {time_s} s (E_TIME_LIMIT=)" if limit == "time limit"
+            else f"the memory limit of {mem_mb} MiB (E_MEM_LIMIT=)")
+    return LimitHit(f"{limit}: {shlex.join(map(str, cmd))[:300]} went past {what}; "
+                    "a file this big or slow is the regression to look at (raise "
+                    "the limit only for a file known to need it)", limit)
+
+
+def _wait4(proc, deadline):
+    """wait4(2) of proc, until `deadline` (time.monotonic())."""
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            return status, ru
+        if time.monotonic() > deadline:
+            raise subprocess.TimeoutExpired(proc.args, 0)
+        time.sleep(0.01)
+
+
+def pipe(cmd, tool, cwd, limits=None):
     """cmd's stdout into tool through a pipe (never a temporary file), both
     in process groups of their own. Returns (tool's stdout, tool's stderr,
     cmd's exit code, cmd's stderr, tool's exit code, cmd's CPU seconds:
     user + system of cmd and the children it waited for, from wait4(2),
     which other work on the machine changes far less than wall time).
     cmd's stderr goes to a file: a pipe read only at the end fills at 64 kB
-    and stops both."""
+    and stops both. cmd runs under LIMITS (or `limits`): past them both
+    groups are killed and LimitHit names the limit."""
+    lim = dict(LIMITS, **(limits or {}))
+    time_s, mem_mb = lim["time_s"], lim["mem_mb"]
+    deadline = time.monotonic() + time_s
     with tempfile.TemporaryFile() as errf:
-        pre = spawn(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=errf)
+        pre = spawn(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=errf,
+                    preexec_fn=_limiter(time_s, mem_mb))
         try:
             ana = spawn(tool, cwd=cwd, stdin=pre.stdout, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE)
@@ -78,16 +245,26 @@ def pipe(cmd, tool, cwd):
             raise
         pre.stdout.close()
         try:
-            out, aerr = ana.communicate()
-            _, status, ru = os.wait4(pre.pid, 0)
+            out, aerr = ana.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            status, ru = _wait4(pre, deadline)
+        except subprocess.TimeoutExpired:
+            kill_group(pre)
+            kill_group(ana)
+            raise _limit_error(cmd, "time limit", time_s, mem_mb)
         except BaseException:
             kill_group(pre)
             kill_group(ana)
             raise
         pre.returncode = os.waitstatus_to_exitcode(status)
         errf.seek(0)
-        return (out, aerr, pre.returncode, errf.read(), ana.returncode,
-                ru.ru_utime + ru.ru_stime)
+        err = errf.read()
+        cpu = ru.ru_utime + ru.ru_stime
+        if pre.returncode == -signal.SIGXCPU or (pre.returncode == -signal.SIGKILL
+                                                 and cpu >= time_s):
+            raise _limit_error(cmd, "time limit", time_s, mem_mb)
+        if pre.returncode != 0 and OUT_OF_MEMORY.search(err[-4096:]):
+            raise _limit_error(cmd, "memory limit", time_s, mem_mb)
+        return out, aerr, pre.returncode, err, ana.returncode, cpu
 
 
 def run(cmd, cwd=None, check=True, capture=True, env=None, what=None,
