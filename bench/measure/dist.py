@@ -2,10 +2,17 @@
 engine: kexpand only says what to run.
 
 - Local (the default): a LocalCluster of JOBS single-threaded worker
-  processes, started and stopped by the scan, no dashboard. The client
+  processes, started and stopped by the scan. Scheduler, nannies and
+  workers listen on 127.0.0.1 only, on free ports (two runs never
+  collide); their HTTP servers (distributed starts one whatever the
+  dashboard setting) serve no route and no dashboard. The workers'
+  stdout and stderr go to a log in the work directory, never to the
+  terminal. Every process below the client ends with it (proc.reaping). The client
   prepares and builds each commit in its work directory as before; the
   workers run the per-file expansion tasks in that build directory.
-- Remote (DASK_SCHEDULER=tcp://host:8786): workers a user started with
+- Remote (DASK_SCHEDULER=tls://host:8786, with DASK_TLS_CA/CERT/KEY
+  through distributed's Security; plain tcp:// only to this machine or
+  with DASK_INSECURE=1, settings.py): workers a user started with
   `dask worker`, each with its own work directory (KEXPAND_WORK in the
   worker's environment). The unit of work is a chunk of files at one
   (commit, config, compiler). The task prepares that tree in the worker's
@@ -19,12 +26,14 @@ Task keys carry (commit, config hash, compiler version, chunk), so a
 duplicate submission merges with the first. Every file result names the
 host that measured it."""
 import hashlib
+import logging
 import os
 import platform
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from kbuild import build, builddir, series, settings, trees, workdir
+from kbuild import build, builddir, proc, series, settings, trees, workdir
 from kbuild.util import KexpandError, atomic_write, log
 
 from . import scanfiles
@@ -39,33 +48,113 @@ def _tag(*parts):
     return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()[:12]
 
 
-@contextmanager
-def client(req):
-    """A Dask client: to DASK_SCHEDULER, or to a local cluster started
-    here. An unreachable scheduler is exit 5, naming its address."""
+# the HTTP servers of scheduler and workers: no route at all (no
+# /json/identity.json naming the workers and their tasks)
+QUIET_CONFIG = {"distributed.scheduler.http.routes": [],
+                "distributed.worker.http.routes": []}
+LOOPBACK = "127.0.0.1"
+
+
+def _distributed():
     try:
-        from distributed import Client, LocalCluster
+        import dask
+        import distributed
     except ImportError:
         raise KexpandError("python3-distributed is not installed: make scan "
                            "installs it (apt-get install python3-distributed)", "infra")
-    if req.dask_scheduler:
-        try:
-            c = Client(req.dask_scheduler, timeout="10s")
-        except (OSError, TimeoutError) as e:
-            raise KexpandError(
-                f"DASK_SCHEDULER={req.dask_scheduler}: no Dask scheduler answers "
-                f"there ({type(e).__name__}). Start one with `dask scheduler`, "
-                "workers with `dask worker <address>` (README), or unset "
-                "DASK_SCHEDULER to scan on this machine", "infra")
-        try:
-            yield c
-        finally:
-            c.close()
-        return
-    with LocalCluster(n_workers=req.jobs, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=40) as cluster, \
-            Client(cluster) as c:
+    return dask, distributed
+
+
+@contextmanager
+def client(req):
+    """A Dask client: to DASK_SCHEDULER, or to a local cluster started
+    here. An unreachable scheduler is exit 5, naming its address. Nothing
+    distributed logs reaches the terminal; an interrupt or an error ends
+    every process the cluster started, compilers and analyzers first."""
+    dask, distributed = _distributed()
+    quiet = _quiet_logs()
+    try:
+        if req.dask_scheduler:
+            with _remote(req, distributed) as c:
+                yield c
+            return
+        log_dir = req.work / "dask" / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        with proc.reaping(), dask.config.set(QUIET_CONFIG):
+            try:
+                with distributed.LocalCluster(
+                        n_workers=req.jobs, threads_per_worker=1, processes=True,
+                        host=LOOPBACK, scheduler_port=0,
+                        dashboard_address=f"{LOOPBACK}:0",
+                        worker_dashboard_address=f"{LOOPBACK}:0",
+                        scheduler_kwargs={"dashboard": False},
+                        local_directory=str(req.work / "dask"),
+                        preload=[__name__], env={"KX_DASK_LOG": str(log_dir)},
+                        silence_logs=logging.CRITICAL + 1) as cluster, \
+                        distributed.Client(cluster) as c:
+                    yield c
+            except BaseException:
+                proc.end_descendants()      # the -E runs first: workers then stop
+                raise
+    finally:
+        _restore_logs(quiet)
+
+
+@contextmanager
+def _remote(req, distributed):
+    security = None
+    if req.dask_tls:
+        security = distributed.Security(
+            tls_ca_file=req.dask_tls["ca"], tls_client_cert=req.dask_tls["cert"],
+            tls_client_key=req.dask_tls["key"], require_encryption=True)
+    try:
+        c = distributed.Client(req.dask_scheduler, timeout="10s", security=security)
+    except (OSError, TimeoutError, ValueError) as e:
+        raise KexpandError(
+            f"DASK_SCHEDULER={req.dask_scheduler}: no Dask scheduler answers there "
+            f"({type(e).__name__}{': ' + str(e)[:200] if str(e) else ''}). Start one "
+            "with `dask scheduler`, workers with `dask worker <address>`, with TLS "
+            "for another machine (README, \"Dask\"), or unset DASK_SCHEDULER to "
+            "scan on this machine", "infra")
+    try:
         yield c
+    finally:
+        c.close()
+
+
+QUIET_LOGGERS = ("distributed", "tornado", "asyncio", "bokeh")
+
+
+def _quiet_logs():
+    """distributed's, tornado's and asyncio's loggers (a worker closing
+    twice logs an AssertionError) no longer reach the terminal; returns
+    the levels to restore."""
+    old = {n: logging.getLogger(n).level for n in QUIET_LOGGERS}
+    for n in QUIET_LOGGERS:
+        logging.getLogger(n).setLevel(logging.CRITICAL + 1)
+    return old
+
+
+def _restore_logs(old):
+    for n, level in old.items():
+        logging.getLogger(n).setLevel(level)
+
+
+def dask_setup(worker):
+    """Preload of the local cluster's workers: their stdout and stderr (a
+    traceback on an interrupt, logs) go to a file in the work directory's
+    logs/, never to the terminal; their loggers are quiet."""
+    log_dir = os.environ.get("KX_DASK_LOG")
+    if not log_dir:
+        return
+    fd = os.open(os.path.join(log_dir, f"dask-worker-{os.getpid()}.log"),
+                 os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    _quiet_logs()
 
 
 def n_workers(c):
@@ -112,8 +201,10 @@ def _results(c, futs):
 
 # --- tasks (run on the workers; module-level, so they pickle by name) ----------
 
-def analyze_task(bdir, rel, argv):
-    """Local mode: one file in the client's build directory."""
+def analyze_task(bdir, rel, argv, limits):
+    """Local mode: one file in the client's build directory, under the
+    client's -E limits."""
+    proc.set_limits(**limits)
     return dict(scanfiles.measure_one(Path(bdir), rel, argv)[1], host=platform.node())
 
 
@@ -123,6 +214,7 @@ def chunk_task(spec, files):
     KexpandError would lose its exit class)."""
     try:
         from distributed import get_worker
+        proc.set_limits(**spec["limits"])
         return {"files": _chunk(spec, files)[0], "host": platform.node(),
                 "worker": str(get_worker().name)}
     except KexpandError as e:
@@ -205,7 +297,7 @@ def _raise(res):
 
 def local_map(c, bdir, todo, progress=None):
     """Local mode: [(rel, argv)] -> {rel: result}, on the cluster's workers."""
-    futs = {c.submit(analyze_task, str(bdir), rel, argv, pure=False,
+    futs = {c.submit(analyze_task, str(bdir), rel, argv, dict(proc.LIMITS), pure=False,
                      key=f"kx-file-{_tag(bdir, rel)}"): rel for rel, argv in todo}
     return _gather(c, futs, progress)
 
@@ -223,6 +315,7 @@ def remote_scan(c, spec, progress=None):
     """Remote mode: every file of spec's commit, in chunks over the
     cluster's workers. Returns ({rel: result}, the hosts that measured)."""
     key = _tag(spec["commit"], spec["config_hash"], spec["compiler_version"])
+    spec = dict(spec, limits=dict(proc.LIMITS))
     _wait_workers(c)
     lst = c.submit(list_task, spec, key=f"kx-files-{key}", pure=False)
     files = _raise(next(_results(c, [lst]))[1])["files"]
