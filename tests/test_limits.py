@@ -24,7 +24,7 @@ from test_faults import PY, REPO, fake  # noqa: F401
 from test_hostile import code, out
 from test_interrupts import tagged
 
-from kbuild import proc, settings
+from kbuild import proc, reap, settings
 from kbuild.util import KexpandError
 
 
@@ -144,7 +144,7 @@ def test_the_local_cluster_listens_on_loopback_only(fake, tmp_path):
     base, env = fake
     run, w = blocked_check(env, tmp_path)
     try:
-        socks = listening([run.pid] + [p for p, _ in proc.descendants(run.pid)])
+        socks = listening([run.pid] + [p for p, _ in reap.descendants(run.pid)])
     finally:
         os.close(w)         # the include reads as empty: the run goes on
     seen, err = run.communicate(timeout=300)
@@ -159,7 +159,7 @@ def test_an_interrupt_leaves_no_compiler_analyzer_or_worker(fake, tmp_path, sig)
     base, env = fake
     run, w = blocked_check(env, tmp_path)
     try:
-        started = proc.descendants(run.pid)
+        started = reap.descendants(run.pid)
         names = {Path(f"/proc/{p}/comm").read_text().strip() for p, _ in started}
         assert {"cc1", "kx-analyze"} <= names, names
         run.send_signal(sig)

@@ -7,9 +7,10 @@ engine: kexpand only says what to run.
   collide); their HTTP servers (distributed starts one whatever the
   dashboard setting) serve no route and no dashboard. The workers'
   stdout and stderr go to a log in the work directory, never to the
-  terminal. Every process below the client ends with it (proc.reaping). The client
-  prepares and builds each commit in its work directory as before; the
-  workers run the per-file expansion tasks in that build directory.
+  terminal. Every process below the client ends with it (reap.reaping).
+  The client prepares and builds each commit in its work directory as
+  before; the workers run the per-file expansion tasks in that build
+  directory.
 - Remote (DASK_SCHEDULER=tls://host:8786, with DASK_TLS_CA/CERT/KEY
   through distributed's Security; plain tcp:// only to this machine or
   with DASK_INSECURE=1, settings.py): workers a user started with
@@ -33,7 +34,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from kbuild import build, builddir, proc, series, settings, trees, workdir
+from kbuild import build, builddir, proc, reap, series, settings, trees, workdir
 from kbuild.util import KexpandError, atomic_write, log
 
 from . import scanfiles
@@ -80,7 +81,7 @@ def client(req):
             return
         log_dir = req.work / "dask" / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
-        with proc.reaping(), dask.config.set(QUIET_CONFIG):
+        with reap.reaping(), dask.config.set(QUIET_CONFIG):
             try:
                 with distributed.LocalCluster(
                         n_workers=req.jobs, threads_per_worker=1, processes=True,
@@ -94,7 +95,7 @@ def client(req):
                         distributed.Client(cluster) as c:
                     yield c
             except BaseException:
-                proc.end_descendants()      # the -E runs first: workers then stop
+                reap.end_descendants()      # the -E runs first: workers then stop
                 raise
     finally:
         _restore_logs(quiet)

@@ -2,12 +2,10 @@
 interrupt or an error can end the whole tree it started (make and its
 compilers, hyperfine and the timed command, QEMU), run with a timeout and
 an error naming the command (run), piped into a tool (pipe), or many at
-a time (run_jobs). Every -E has a time and a memory limit (pipe); the
-processes a run started, also below its Dask workers, end with it
-(reaping, end_descendants)."""
+a time (run_jobs). Every -E has a time and a memory limit (pipe,
+run_limited); reap.py ends what a run's Dask workers started."""
 import collections
 import contextlib
-import ctypes
 import os
 import re
 import resource
@@ -55,6 +53,12 @@ def spawn(cmd, env=None, **kw):
 _LIVE, _LIVE_LOCK = [], threading.Lock()
 
 
+def live_pids():
+    """The pids of the children spawn() started (their Popen reaps them)."""
+    with _LIVE_LOCK:
+        return {p.pid for p in _LIVE}
+
+
 def kill_all():
     """Kill the process groups of every child still running (an interrupt
     or an infra error while threads run children)."""
@@ -64,105 +68,6 @@ def kill_all():
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-
-
-def descendants(pid=None):
-    """[(pid, process group)] of every process below `pid` (default: this
-    one), from /proc."""
-    kids = collections.defaultdict(list)
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            kids[int(fields[1])].append((int(d), int(fields[2])))
-    out, todo = [], [pid or os.getpid()]
-    while todo:
-        for child in kids.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child[0])
-    return out
-
-
-def end_descendants(everything=False):
-    """Kill the process groups below this process that are not its own:
-    the compilers, analyzers and builds spawn() started, here or in a Dask
-    worker process. With `everything`, also what is left in its own group
-    (the workers), and reap what was reparented here (reaping)."""
-    own = os.getpgrp()
-    for pid, pgid in descendants():
-        if pid in _SPARED:
-            continue
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            if pgid != own:
-                os.killpg(pgid, signal.SIGKILL)
-            elif everything and not _kept(pid):
-                os.kill(pid, signal.SIGKILL)
-    if everything:
-        _reap_orphans()
-
-
-def _reap_orphans():
-    """Wait for this process's children that no Popen waits for (orphans
-    reparented here), for up to 5 s after they were killed."""
-    mine = {p.pid for p in _LIVE}
-    deadline = time.monotonic() + 5
-    while True:
-        left = [pid for pid, _ in descendants() if pid not in mine | _SPARED
-                and _parent(pid) == os.getpid() and not _kept(pid) and not _reaped(pid)]
-        if not left or time.monotonic() > deadline:
-            return
-        time.sleep(0.01)
-
-
-def _kept(pid):
-    """multiprocessing's resource tracker: it lives as long as this
-    process, and relaunching it is a warning on the terminal."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"resource_tracker" in f.read()
-    except OSError:
-        return True
-
-
-def _reaped(pid):
-    try:
-        return os.waitpid(pid, os.WNOHANG)[0] != 0
-    except ChildProcessError:
-        return True
-
-
-def _parent(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except OSError:
-        return None
-
-
-PR_SET_CHILD_SUBREAPER = 36
-# what ran below this process before reaping() began (a test's own
-# scheduler): not the run's to end
-_SPARED = set()
-
-
-@contextlib.contextmanager
-def reaping():
-    """While in it, this process is a child subreaper (prctl(2)): the
-    children of a process that ends (a Dask worker's compilers) are
-    reparented here, not to init, where end_descendants finds them. On the
-    way out, everything still running below this process is killed."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    _SPARED.update(pid for pid, _ in descendants())
-    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    try:
-        yield
-    finally:
-        end_descendants(everything=True)
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-        _SPARED.clear()
 
 
 # the limits of each command pipe() runs (every -E of a scan): wall
@@ -265,6 +170,28 @@ def pipe(cmd, tool, cwd, limits=None):
         if pre.returncode != 0 and OUT_OF_MEMORY.search(err[-4096:]):
             raise _limit_error(cmd, "memory limit", time_s, mem_mb)
         return out, aerr, pre.returncode, err, ana.returncode, cpu
+
+
+def run_limited(cmd, cwd):
+    """cmd (a tool that preprocesses itself: kx-macrostack) under LIMITS,
+    in a process group of its own: (stdout, stderr, exit code); past a
+    limit, LimitHit."""
+    time_s, mem_mb = LIMITS["time_s"], LIMITS["mem_mb"]
+    p = spawn(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+              preexec_fn=_limiter(time_s, mem_mb))
+    try:
+        out, err = p.communicate(timeout=time_s)
+    except subprocess.TimeoutExpired:
+        kill_group(p)
+        raise _limit_error(cmd, "time limit", time_s, mem_mb)
+    except BaseException:
+        kill_group(p)
+        raise
+    if p.returncode == -signal.SIGXCPU:
+        raise _limit_error(cmd, "time limit", time_s, mem_mb)
+    if p.returncode != 0 and OUT_OF_MEMORY.search(err[-4096:]):
+        raise _limit_error(cmd, "memory limit", time_s, mem_mb)
+    return out, err, p.returncode
 
 
 def run(cmd, cwd=None, check=True, capture=True, env=None, what=None,
