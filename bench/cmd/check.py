@@ -138,7 +138,8 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
                 # FULL_BUILD=1 trusts nothing: every file measured again
                 reuse=None if req.full_build else (cache, cc, ccver), entries=entries)
         scan_tip["build"] = b.info if full else {"prepare_s": round(b.seconds, 1)}
-        cache.put(key, scan_tip)
+        if sc.scanfiles.cacheable(scan_tip):
+            cache.put(key, scan_tip)
     rows = sc.compare(scan_base, scan_tip, ratio)
     regs = [r for r in rows if r["verdict"] == "regression"]
     better = [r for r in rows if r["verdict"] == "improvement"]

@@ -217,6 +217,16 @@ def scan_build(tree, bdir, mapper, workers, progress=None, known_seconds=None,
     return summary(files, [rel for rel, _ in todo], time.monotonic() - t0, workers)
 
 
+LIMITS_HIT = ("time limit", "memory limit")
+
+
+def cacheable(scan):
+    """A scan in which no file hit a limit: one that did may pass with
+    higher limits (E_TIME_LIMIT=, E_MEM_LIMIT=) or on a quieter machine,
+    so that scan is measured again next time, not read from the cache."""
+    return not any(v.get("reason") in LIMITS_HIT for v in scan["files"].values())
+
+
 def summary(files, measured, wall, workers):
     """The scan record's figures: files {rel: result}, `measured` the ones
     measured now (the rest reused), wall seconds, and the ideal time
