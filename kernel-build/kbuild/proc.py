@@ -8,8 +8,8 @@ import collections
 import contextlib
 import os
 import re
-import resource
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -96,16 +96,16 @@ class LimitHit(KexpandError):
         self.limit = limit
 
 
-def _limiter(time_s, mem_mb):
-    """preexec_fn of a limited command: its address space, and CPU seconds
-    as a backstop that holds even if nobody waits for it any more (its
-    children inherit both)."""
-    def limit():
-        if mem_mb:
-            resource.setrlimit(resource.RLIMIT_AS, (mem_mb << 20, mem_mb << 20))
-        if time_s:
-            resource.setrlimit(resource.RLIMIT_CPU, (time_s, time_s + 5))
-    return limit
+def _limited(cmd, time_s, mem_mb):
+    """cmd under prlimit(1): its address space, and CPU seconds as a
+    backstop that holds even if nobody waits for it any more (its children
+    inherit both). Not a preexec_fn: Dask workers run tasks in threads,
+    and a preexec_fn after fork can deadlock there."""
+    if shutil.which(str(cmd[0])) is None:       # prlimit would only say exit 1
+        raise missing_tool(str(cmd[0]))
+    lim = [f"--cpu={time_s}:{time_s + 5}"] if time_s else []
+    lim += [f"--as={mem_mb << 20}"] if mem_mb else []
+    return ["prlimit", *lim, "--", *cmd]
 
 
 def _limit_error(cmd, limit, time_s, mem_mb):
@@ -140,8 +140,8 @@ def pipe(cmd, tool, cwd, limits=None):
     time_s, mem_mb = lim["time_s"], lim["mem_mb"]
     deadline = time.monotonic() + time_s
     with tempfile.TemporaryFile() as errf:
-        pre = spawn(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=errf,
-                    preexec_fn=_limiter(time_s, mem_mb))
+        pre = spawn(_limited(cmd, time_s, mem_mb), cwd=cwd, stdout=subprocess.PIPE,
+                    stderr=errf)
         try:
             ana = spawn(tool, cwd=cwd, stdin=pre.stdout, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE)
@@ -177,8 +177,8 @@ def run_limited(cmd, cwd):
     in a process group of its own: (stdout, stderr, exit code); past a
     limit, LimitHit."""
     time_s, mem_mb = LIMITS["time_s"], LIMITS["mem_mb"]
-    p = spawn(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-              preexec_fn=_limiter(time_s, mem_mb))
+    p = spawn(_limited(cmd, time_s, mem_mb), cwd=cwd, stdout=subprocess.PIPE,
+              stderr=subprocess.PIPE)
     try:
         out, err = p.communicate(timeout=time_s)
     except subprocess.TimeoutExpired:
@@ -252,7 +252,7 @@ PACKAGES = {"hyperfine": "hyperfine", "qemu-system-x86_64": "qemu-system-x86",
             "clang": "clang", "ld.lld": "lld", "gcc": "gcc", "make": "make",
             "git": "git", "tar": "tar", "/usr/bin/time": "time",
             "flex": "flex", "bison": "bison", "dpkg-query": "dpkg",
-            "chromium": "chromium"}
+            "chromium": "chromium", "prlimit": "util-linux"}
 
 
 def missing_tool(name):
