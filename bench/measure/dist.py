@@ -26,12 +26,13 @@ engine: kexpand only says what to run.
 Task keys carry (commit, config hash, compiler version, chunk), so a
 duplicate submission merges with the first. Every file result names the
 host that measured it."""
+import atexit
 import hashlib
 import logging
 import os
 import platform
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from kbuild import build, builddir, proc, reap, series, settings, trees, workdir
@@ -82,8 +83,13 @@ def client(req):
         log_dir = req.work / "dask" / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         with reap.reaping(), dask.config.set(QUIET_CONFIG):
+            cluster = c = None
             try:
-                with distributed.LocalCluster(
+                # workers and multiprocessing's resource tracker inherit the
+                # log file as stderr: their output before the preload (and
+                # a leak warning at exit) does not reach the terminal either
+                with _stderr_to(log_dir / "cluster.log"):
+                    cluster = distributed.LocalCluster(
                         n_workers=req.jobs, threads_per_worker=1, processes=True,
                         host=LOOPBACK, scheduler_port=0,
                         dashboard_address=f"{LOOPBACK}:0",
@@ -91,12 +97,20 @@ def client(req):
                         scheduler_kwargs={"dashboard": False},
                         local_directory=str(req.work / "dask"),
                         preload=[__name__], env={"KX_DASK_LOG": str(log_dir)},
-                        silence_logs=logging.CRITICAL + 1) as cluster, \
-                        distributed.Client(cluster) as c:
-                    yield c
+                        silence_logs=logging.CRITICAL + 1)
+                c = distributed.Client(cluster)
+                yield c
             except BaseException:
                 reap.end_descendants()      # the -E runs first: workers then stop
                 raise
+            finally:
+                for x in (c, cluster):      # a close that fails is no news:
+                    if x is not None:       # reaping() ends what is left
+                        with suppress(Exception):
+                            x.close()
+                # distributed's own close at exit would find a cluster
+                # interrupted mid-start and print its AssertionError
+                atexit.unregister(distributed.deploy.spec.close_clusters)
     finally:
         _restore_logs(quiet)
 
@@ -139,6 +153,27 @@ def _quiet_logs():
 def _restore_logs(old):
     for n, level in old.items():
         logging.getLogger(n).setLevel(level)
+
+
+@contextmanager
+def _stderr_to(path):
+    """This process's stdout and stderr, the fds that the processes it
+    starts meanwhile inherit, to the file `path`."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for i, old in enumerate(saved):
+            os.dup2(old, i + 1)
+            os.close(old)
+        os.close(fd)
 
 
 def dask_setup(worker):
