@@ -82,7 +82,12 @@ def client(req):
             return
         log_dir = req.work / "dask" / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
-        with reap.reaping(), dask.config.set(QUIET_CONFIG):
+        # set before each worker process starts (also one the nanny starts
+        # again mid-run): its logging is quiet from the import of distributed
+        spawn_env = dict(dask.config.get("distributed.nanny.pre-spawn-environ") or {},
+                         DASK_LOGGING__DISTRIBUTED="critical", KX_DASK_LOG=str(log_dir))
+        with reap.reaping(), dask.config.set(QUIET_CONFIG), dask.config.set(
+                {"distributed.nanny.pre-spawn-environ": spawn_env}):
             cluster = c = None
             try:
                 # workers and multiprocessing's resource tracker inherit the
@@ -96,7 +101,7 @@ def client(req):
                         worker_dashboard_address=f"{LOOPBACK}:0",
                         scheduler_kwargs={"dashboard": False},
                         local_directory=str(req.work / "dask"),
-                        preload=[__name__], env={"KX_DASK_LOG": str(log_dir)},
+                        preload=[__name__],
                         silence_logs=logging.CRITICAL + 1)
                 c = distributed.Client(cluster)
                 yield c
