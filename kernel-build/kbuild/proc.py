@@ -111,9 +111,9 @@ def _limited(cmd, time_s, mem_mb):
 def _limit_error(cmd, limit, time_s, mem_mb):
     what = (f"the time limit of {time_s} s (E_TIME_LIMIT=)" if limit == "time limit"
             else f"the memory limit of {mem_mb} MiB (E_MEM_LIMIT=)")
-    return LimitHit(f"{limit}: {shlex.join(map(str, cmd))[:300]} went past {what}; "
-                    "a file this big or slow is the regression to look at (raise "
-                    "the limit only for a file known to need it)", limit)
+    return LimitHit(f"{limit}: went past {what}; a file this big or slow is the "
+                    "regression to look at (raise the limit only for a file known to "
+                    f"need it): {shlex.join(map(str, cmd))[:300]}", limit)
 
 
 def _wait4(proc, deadline):
