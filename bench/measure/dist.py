@@ -129,12 +129,18 @@ def _remote(req, distributed):
             tls_client_key=req.dask_tls["key"], require_encryption=True)
     try:
         c = distributed.Client(req.dask_scheduler, timeout="10s", security=security)
+    except TypeError:       # distributed's word for a tls:// without certificates
+        raise KexpandError(
+            f"DASK_SCHEDULER={req.dask_scheduler}: a tls:// scheduler needs this "
+            "client's certificates: give DASK_TLS_CA=, DASK_TLS_CERT= and "
+            "DASK_TLS_KEY= (or distributed's distributed.comm.tls settings; README, "
+            "\"Scans on Dask\")")
     except (OSError, TimeoutError, ValueError) as e:
         raise KexpandError(
             f"DASK_SCHEDULER={req.dask_scheduler}: no Dask scheduler answers there "
             f"({type(e).__name__}{': ' + str(e)[:200] if str(e) else ''}). Start one "
             "with `dask scheduler`, workers with `dask worker <address>`, with TLS "
-            "for another machine (README, \"Dask\"), or unset DASK_SCHEDULER to "
+            "for another machine (README, \"Scans on Dask\"), or unset DASK_SCHEDULER to "
             "scan on this machine", "infra")
     try:
         yield c

@@ -202,13 +202,13 @@ def _dask(req, get):
                 "lets anyone who reaches that scheduler run pickled code on the "
                 "workers and this client. Start the scheduler and workers with TLS "
                 "and give DASK_SCHEDULER=tls://... with DASK_TLS_CA=, DASK_TLS_CERT= "
-                "and DASK_TLS_KEY= (README, \"Dask\"), or DASK_INSECURE=1 on a "
+                "and DASK_TLS_KEY= (README, \"Scans on Dask\"), or DASK_INSECURE=1 on a "
                 "network you trust")
         return
     for k, v in tls.items():
         if v is not None and not Path(v).expanduser().is_file():
             raise KexpandError(f"DASK_TLS_{k.upper()}={v}: no such file; give the "
-                               "path of a PEM file (README, \"Dask\")")
+                               "path of a PEM file (README, \"Scans on Dask\")")
     if tls["ca"] and tls["cert"]:
         req.dask_tls = {k: str(Path(v).expanduser().resolve()) if v else None
                         for k, v in tls.items()}
