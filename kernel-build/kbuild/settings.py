@@ -1,13 +1,15 @@
 """Settings: read once, up front, from the command line and the environment
 (the Makefile passes its variables as environment, never as shell text),
 validated into one Request that every stage receives. Nothing else in
-kexpand reads the environment.
+kexpand reads the environment (but a Dask worker process: its own
+KEXPAND_WORK, and KX_DASK_LOG, which the client sets for it).
 
 Environment (README, "Variables"): KEXPAND_WORK, KEXPAND_RESULTS,
 KEXPAND_CASES, KEXPAND_TARBALL, CASE, POINTS, FILES, KX_CC (make's CC=
 from the command line), KERNEL, A, B, FILE, GOOD, BAD, THRESHOLD, RUNS,
 JOBS, BOOT_TIMEOUT, ICOUNT_CAP, E_TIME_LIMIT, E_MEM_LIMIT, DASK_SCHEDULER,
-DASK_TLS_CA, DASK_TLS_CERT, DASK_TLS_KEY, DASK_INSECURE, POINT, N, NO_TIME, NO_BOOT, NO_MACROS, WRITE_FOCUS."""
+DASK_TLS_CA, DASK_TLS_CERT, DASK_TLS_KEY, DASK_INSECURE, POINT, N, NO_TIME,
+NO_BOOT, NO_MACROS, WRITE_FOCUS."""
 import math
 import os
 import re
