@@ -84,15 +84,19 @@ def test_a_fifo_include_hits_the_time_limit_and_leaves_no_process(fake, tmp_path
     assert none_left(Path(env["KEXPAND_WORK"])) == []
 
 
-def blocked_check(env, tmp_path):
-    """kexpand check with a tip that #includes a fifo; returns (the run,
+def blocked_check(env, tmp_path, via_make=False):
+    """kexpand check (or `make check`, in a process group of its own, as
+    a CI job runs it) with a tip that #includes a fifo; returns (the run,
     the fifo's write end) once the preprocessor is known to wait on it."""
     fifo = tmp_path / "held"
     os.mkfifo(fifo)
     mbox = series_mbox(tmp_path / "h.mbox", [("xen: wait", setup_diff(f'#include "{fifo}"'))])
-    run = subprocess.Popen([PY, str(REPO / "bench/kexpand.py"), "check", "--case", "fake",
-                            "--patches", str(mbox), "--base", "before"], env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    argv = (["make", "-s", "-C", str(REPO), "check", "CASE=fake", f"PATCHES={mbox}",
+             "BASE=before"] if via_make else
+            [PY, str(REPO / "bench/kexpand.py"), "check", "--case", "fake",
+             "--patches", str(mbox), "--base", "before"])
+    run = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, start_new_session=via_make)
     t0 = time.monotonic()
     while True:
         try:        # ENXIO until a reader has the fifo open
@@ -165,6 +169,21 @@ def test_an_interrupt_leaves_no_compiler_analyzer_or_worker(fake, tmp_path, sig)
         run.send_signal(sig)
         seen, err = run.communicate(timeout=120)
         assert run.returncode == 130, seen + err
+        assert none_left(Path(env["KEXPAND_WORK"])) == []
+    finally:
+        os.close(w)
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+def test_sigterm_to_makes_group_leaves_no_compiler_analyzer_or_worker(fake, tmp_path):
+    """What a CI runner's timeout sends: SIGTERM to make's whole process
+    group, kexpand's Dask workers included (exit codes: section 5)."""
+    base, env = fake
+    run, w = blocked_check(env, tmp_path, via_make=True)
+    try:
+        os.killpg(run.pid, signal.SIGTERM)
+        seen, err = run.communicate(timeout=120)
+        assert run.returncode != 0
         assert none_left(Path(env["KEXPAND_WORK"])) == []
     finally:
         os.close(w)
