@@ -14,6 +14,10 @@ import pytest
 
 from test_faults import FAKE, REPO, fake, mk  # noqa: F401
 
+from bench.measure import dist
+from kbuild import settings
+from kbuild.util import KexpandError
+
 N_EXTRA = 24
 
 
@@ -226,9 +230,6 @@ def tls_files(d):
 
 
 def test_a_tls_scheduler_takes_the_certificates_and_refuses_none(tmp_path):
-    from kbuild import settings
-    from kbuild.util import KexpandError
-    from bench.measure import dist
     tls_files(tmp_path)
     port = free_port()
     sched = subprocess.Popen(

@@ -66,6 +66,8 @@ def test_a_tip_error_is_a_regression_named_in_the_report(fake, tmp_path):
     assert f"    {SETUP} (gcc): error" in txt and "tip broke" in txt
     # the failed file is not counted as measured
     assert "measured: 2 C files at base, 1 (1 failed) at tip" in txt, txt
+    md = next((base / "results/check").glob("*/report.md")).read_text()
+    assert f"    {SETUP} (gcc): error" in md and "fails at the tip" in md
 
 
 def test_a_fifo_include_hits_the_time_limit_and_leaves_no_process(fake, tmp_path):
