@@ -100,6 +100,7 @@ def client(req):
                         dashboard_address=f"{LOOPBACK}:0",
                         worker_dashboard_address=f"{LOOPBACK}:0",
                         scheduler_kwargs={"dashboard": False},
+                        worker_class=_nanny_without_dashboard(distributed),
                         local_directory=str(req.work / "dask"),
                         preload=[__name__],
                         silence_logs=logging.CRITICAL + 1)
@@ -118,6 +119,16 @@ def client(req):
                 atexit.unregister(distributed.deploy.spec.close_clusters)
     finally:
         _restore_logs(quiet)
+
+
+def _nanny_without_dashboard(distributed):
+    """Nanny whose worker has no dashboard, whether bokeh is installed or
+    not (LocalCluster turns it on with any worker_dashboard_address, and
+    without one the worker's HTTP server takes 0.0.0.0)."""
+    class Nanny(distributed.Nanny):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **dict(kw, dashboard=False))
+    return Nanny
 
 
 @contextmanager
