@@ -20,7 +20,7 @@ and returns an exit code (README, "Exit codes").
 Reports (plots, tables, index.html) are drawn by compare.py afterwards."""
 import argparse
 
-from kbuild import sandbox, series, settings
+from kbuild import proc, sandbox, series, settings
 from kbuild.util import main_wrapper
 
 from .cmd import (analyzer, bench, bisection, boot, check, checkbench, compare, prepare,
@@ -79,6 +79,7 @@ def main(argv=None):
     cmd = args.pop("cmd")
     extra = {k: args.pop(k, None) for k in ("tree", "step_threshold", "strict_config")}
     req = settings.from_env(cmd, args)
+    proc.set_limits(req.e_time_limit, req.e_mem_limit)
     case = series.load_case(req.case, req.cases_dir)
     if cmd != "prepare":
         sandbox.check()       # before any work: refuse rather than run bare

@@ -46,16 +46,38 @@ def regressions(rec):
     return sorted(out, key=lambda x: -(x[1]["growth_bytes"] or 0))
 
 
+def failures(rec):
+    """[(compiler, row)] of every file that preprocesses at the base and
+    fails at the tip (an error, the time limit or the memory limit)."""
+    return [(cc, r) for cc, d in rec["results"].items() for r in d.get("failures", [])]
+
+
+def failure_lines(rows):
+    out = ["files that preprocess at the base and fail at the tip:"]
+    for cc, r in rows:
+        out.append("    " + short(f"{r['file']} ({cc}): {r.get('reason_tip') or 'error'}",
+                                  WIDTH - 4))
+        if r.get("error_tip"):
+            out += textwrap.wrap(r["error_tip"], WIDTH - 6, initial_indent="      ",
+                                 subsequent_indent="      ", break_on_hyphens=False)[:3]
+    return out
+
+
 def improvements(rec):
     out = [(cc, r) for cc, d in rec["results"].items() for r in d["improvements"]]
     return sorted(out, key=lambda x: x[1]["growth_bytes"] or 0)
 
 
 def subject(rec):
-    regs = regressions(rec)
+    regs, failed = regressions(rec), failures(rec)
     what = f'"{short(rec["series"]["subject"], 48)}"'
     if rec["series"].get("version") and rec["series"]["version"] > 1:
         what += f" v{rec['series']['version']}"
+    if not regs and failed:
+        cc, r = failed[0]
+        more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
+        return (f"[kexpand] {r['file']}: -E fails at the tip ({r.get('reason_tip')})"
+                f"{more} with {what}")
     if not regs:
         return f"[kexpand] no expansion regression in {what}"
     cc, r = regs[0]
@@ -66,7 +88,6 @@ def subject(rec):
 def header(rec):
     s = rec["series"]
     p = s["patches"]
-    scans = next(iter(rec["results"].values()))
     lines = [
         f"series:   {short(s['subject'], WIDTH - 10)}",
         f"          {len(p)} patch(es) on {rec['base']['ref']}"
@@ -79,12 +100,24 @@ def header(rec):
     for cc, ver in rec["compilers"].items():
         lines.append(f"compiler: {short(ver, WIDTH - 10)}")
     t = rec["threshold"]
-    lines.append(f"measured: {n(scans['scan_base']['n_files'])} C files at base, "
-                 f"{n(scans['scan_tip']['n_files'])} at tip; threshold "
-                 f"+{t['ratio'] - 1:.0%} and {t['min_growth_bytes'] // 1024} KiB")
+    for cc, d in rec["results"].items():
+        lines.append(measured(d["scan_base"], d["scan_tip"])
+                     + (f" ({cc})" if len(rec["results"]) > 1 else ""))
+    lines.append(f"          threshold +{t['ratio'] - 1:.0%} and "
+                 f"{t['min_growth_bytes'] // 1024} KiB")
     lines.append(f"tip path: {'full build' if rec['path'] == 'full' else 'make prepare and the base commands'}"
                  + (f" ({short(rec['path_reason'], 40)})" if rec.get("path_reason") else ""))
     return lines
+
+
+def measured(base, tip):
+    """The files measured (preprocessed) at each side, and the ones that
+    failed: a file that did not preprocess is not measured."""
+    def side(scan):
+        ok = scan.get("n_ok", scan.get("n_files"))
+        bad = (scan.get("n_files") or 0) - (ok or 0)
+        return n(ok) + (f" ({bad} failed)" if bad else "")
+    return f"measured: {side(base)} C files at base, {side(tip)} at tip"
 
 
 def table(rows):
@@ -161,7 +194,7 @@ def details(cc, r):
 
 
 def report_txt(rec):
-    regs, better = regressions(rec), improvements(rec)
+    regs, better, failed = regressions(rec), improvements(rec), failures(rec)
     # the subject folded as a mail header is (RFC 5322: a line that
     # goes on starts with a blank), so the text stays within 72 columns
     out = textwrap.wrap(f"Subject: {subject(rec)}", WIDTH, subsequent_indent=" ",
@@ -174,10 +207,19 @@ def report_txt(rec):
             f"size (-E bytes) of {r['file']}"
             + (f" and {len(regs) - 1} more file(s)" if len(regs) > 1 else "")
             + " with this series:", WIDTH)
+    elif failed:
+        cc, r = failed[0]
+        out += textwrap.wrap(
+            f"kexpand noticed that {r['file']}"
+            + (f" and {len(failed) - 1} more file(s) preprocess at the base and fail"
+               if len(failed) > 1 else " preprocesses at the base and fails")
+            + f" at the tip ({r.get('reason_tip')}) with this series:", WIDTH)
     else:
         out += textwrap.wrap("kexpand found no file whose preprocessed size grew past "
                              "the threshold with this series:", WIDTH)
     out += [""] + header(rec) + [""]
+    if failed:
+        out += failure_lines(failed) + [""]
     if regs:
         out += table(regs) + [""]
     if better:
@@ -229,9 +271,11 @@ def listed(word):
 
 
 def report_md(rec):
-    regs, better = regressions(rec), improvements(rec)
+    regs, better, failed = regressions(rec), improvements(rec), failures(rec)
     out = [f"# make check: {rec['series']['subject']}", "",
            f"**{subject(rec)[10:]}**", "", "```", *header(rec), "```", ""]
+    if failed:
+        out += ["```", *failure_lines(failed), "```", ""]
     if regs:
         out += ["| file | compiler | base bytes | change | tip bytes | grew most at |",
                 "|---|---|---:|---:|---:|---|"]

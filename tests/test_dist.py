@@ -14,6 +14,10 @@ import pytest
 
 from test_faults import FAKE, REPO, fake, mk  # noqa: F401
 
+from bench.measure import dist
+from kbuild import settings
+from kbuild.util import KexpandError
+
 N_EXTRA = 24
 
 
@@ -208,3 +212,55 @@ def test_a_track_on_dask_workers_gives_the_local_results(fake, tmp_path):
     assert hosts and all(hosts)
     for i in range(2):            # each worker made its own clone of the user's tree
         assert list((base / f"worker{i}/trees").glob("*/.git"))
+
+
+def tls_files(d):
+    """A CA, and a certificate and key signed by it for the scheduler and
+    for the client (openssl), in `d`."""
+    def ossl(*a):
+        subprocess.run(["openssl", *a], cwd=d, check=True, capture_output=True)
+    ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+         "ca.pem", "-days", "2", "-subj", "/CN=kexpand-test-ca")
+    (d / "ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    for n in ("sched", "client"):
+        ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{n}.key", "-out",
+             f"{n}.csr", "-subj", f"/CN={n}")
+        ossl("x509", "-req", "-in", f"{n}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+             "-CAcreateserial", "-out", f"{n}.pem", "-days", "2", "-extfile", "ext")
+
+
+def test_a_tls_scheduler_takes_the_certificates_and_refuses_none(tmp_path):
+    tls_files(tmp_path)
+    port = free_port()
+    sched = subprocess.Popen(
+        ["dask", "scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port",
+         str(port), "--no-dashboard", "--tls-ca-file", "ca.pem", "--tls-cert",
+         "sched.pem", "--tls-key", "sched.key"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "sched.log", "w"), start_new_session=True)
+    try:
+        t0 = time.monotonic()
+        while True:             # until the scheduler listens
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert sched.poll() is None, (tmp_path / "sched.log").read_text()
+            assert time.monotonic() - t0 < 60
+            time.sleep(0.05)
+        env = {"KEXPAND_WORK": str(tmp_path / "w"), "KEXPAND_RESULTS": str(tmp_path / "r"),
+               "DASK_SCHEDULER": f"tls://127.0.0.1:{port}"}
+        req = settings.from_env("scan", env=dict(
+            env, DASK_TLS_CA=str(tmp_path / "ca.pem"),
+            DASK_TLS_CERT=str(tmp_path / "client.pem"),
+            DASK_TLS_KEY=str(tmp_path / "client.key")))
+        with dist.client(req) as c:
+            assert c.scheduler_info()["address"] == f"tls://127.0.0.1:{port}"
+        # without certificates: exit 2 naming the address and the settings
+        req = settings.from_env("scan", env=env)
+        with pytest.raises(KexpandError) as e:
+            with dist.client(req):
+                pass
+        assert e.value.exit_code == 2 and f"tls://127.0.0.1:{port}" in str(e.value)
+        assert "DASK_TLS_CERT=" in str(e.value)
+    finally:
+        sched.send_signal(signal.SIGTERM)
+        sched.wait(timeout=30)

@@ -127,11 +127,17 @@ def cmd_check(req, case):
         atomic_write(out / "check.csv", results.csv_text(CHECK_COLUMNS, [
             dict(r, compiler=cc) for cc, d in per_cc.items() for r in d["rows"]]))
     flagged = [(cc, r) for cc, d in per_cc.items() for r in d["regressions"]]
+    failed = [(cc, r) for cc, d in per_cc.items() for r in d["failures"]]
     for cc, r in flagged:
         print(f"REGRESSION {r['file']} ({cc}): {r['bytes_base']:,} -> {r['bytes_tip']:,} "
               f"bytes ({r['change']:+.1%})")
-    print(f"{len(flagged)} regression(s) over {ratio - 1:.0%}; report: {out}")
-    return EXIT_REGRESSION if flagged else 0
+    for cc, r in failed:
+        print(f"REGRESSION {r['file']} ({cc}): preprocesses at the base, fails at the "
+              f"tip ({r['reason_tip']}): {r['error_tip']}")
+    print(f"{len(flagged)} regression(s) over {ratio - 1:.0%}"
+          + (f", {len(failed)} file(s) failing at the tip" if failed else "")
+          + f"; report: {out}")
+    return EXIT_REGRESSION if flagged or failed else 0
 
 
 def check_compiler(req, case, tree, client, config, base, commits, cc, full, ratio,
@@ -160,12 +166,17 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
                 # FULL_BUILD=1 trusts nothing: every file measured again
                 reuse=None if req.full_build else (cache, cc, ccver), entries=entries)
         scan_tip["build"] = b.info if full else {"prepare_s": round(b.seconds, 1)}
-        cache.put(key, scan_tip)
+        if sc.scanfiles.cacheable(scan_tip):
+            cache.put(key, scan_tip)
     rows = sc.compare(scan_base, scan_tip, ratio)
     regs = [r for r in rows if r["verdict"] == "regression"]
     better = [r for r in rows if r["verdict"] == "improvement"]
+    # built and preprocessed at the base, fails at the tip (an #error, the
+    # time or memory limit): as much a regression as growth
+    failures = [r for r in rows if r["verdict"] == "error at tip"]
     log(f"{cc}: {len(rows)} files, {sum(r['verdict'] != 'same' for r in rows)} changed, "
-        f"{len(regs)} over the threshold, {len(better)} improved "
+        f"{len(regs)} over the threshold, {len(failures)} failing at the tip, "
+        f"{len(better)} improved "
         f"({scan_tip['n_reused']} unchanged since measured)")
     if regs:         # the details, cached: the same series again costs nothing
         dkey = cache.check_key(base, [c for _, _, c in commits], cc, ccver, chash,
@@ -177,7 +188,7 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
         else:
             explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cache)
             cache.put(dkey, {"regressions": regs})
-    return {"rows": rows, "regressions": regs, "improvements": better,
+    return {"rows": rows, "regressions": regs, "improvements": better, "failures": failures,
             "scan_base": _scan_meta(scan_base, fresh["base"]),
             "scan_tip": _scan_meta(scan_tip, fresh["tip"]),
             "compiler_version": ccver}
@@ -217,9 +228,11 @@ def record(req, name, posted, base_ref, base, commits, repo, package, config, pe
         "threshold": {"ratio": ratio, "given": req.threshold,
                       "min_growth_bytes": sc.MIN_GROWTH},
         "path": "full" if reason else "fast", "path_reason": reason,
-        "verdict": "regression" if any(d["regressions"] for d in per_cc.values()) else "ok",
-        "results": {cc: {k: d[k] for k in ("regressions", "improvements", "scan_base",
-                                           "scan_tip")} for cc, d in per_cc.items()},
+        "verdict": "regression" if any(d["regressions"] or d["failures"]
+                                       for d in per_cc.values()) else "ok",
+        "results": {cc: {k: d[k] for k in ("regressions", "improvements", "failures",
+                                           "scan_base", "scan_tip")}
+                    for cc, d in per_cc.items()},
         "seconds": round(seconds, 1), "split_s": {k: round(v, 1) for k, v in
                                                   req.split.report()[1].items()},
         "identity": ident, "command": shlex.join(sys.argv),

@@ -2,10 +2,18 @@
 engine: kexpand only says what to run.
 
 - Local (the default): a LocalCluster of JOBS single-threaded worker
-  processes, started and stopped by the scan, no dashboard. The client
-  prepares and builds each commit in its work directory as before; the
-  workers run the per-file expansion tasks in that build directory.
-- Remote (DASK_SCHEDULER=tcp://host:8786): workers a user started with
+  processes, started and stopped by the scan. Scheduler, nannies and
+  workers listen on 127.0.0.1 only, on free ports (two runs never
+  collide); their HTTP servers (distributed starts one whatever the
+  dashboard setting) serve no route and no dashboard. The workers'
+  stdout and stderr go to a log in the work directory, never to the
+  terminal. Every process below the client ends with it (reap.reaping).
+  The client prepares and builds each commit in its work directory as
+  before; the workers run the per-file expansion tasks in that build
+  directory.
+- Remote (DASK_SCHEDULER=tls://host:8786, with DASK_TLS_CA/CERT/KEY
+  through distributed's Security; plain tcp:// only to this machine or
+  with DASK_INSECURE=1, settings.py): workers a user started with
   `dask worker`, each with its own work directory (KEXPAND_WORK in the
   worker's environment). The unit of work is a chunk of files at one
   (commit, config, compiler). The task prepares that tree in the worker's
@@ -18,13 +26,16 @@ engine: kexpand only says what to run.
 Task keys carry (commit, config hash, compiler version, chunk), so a
 duplicate submission merges with the first. Every file result names the
 host that measured it."""
+import atexit
 import hashlib
+import logging
 import os
 import platform
-from contextlib import contextmanager
+import sys
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from kbuild import build, builddir, series, settings, trees, workdir
+from kbuild import build, builddir, proc, reap, series, settings, trees, workdir
 from kbuild.util import KexpandError, atomic_write, log
 
 from . import scanfiles
@@ -39,33 +50,169 @@ def _tag(*parts):
     return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()[:12]
 
 
-@contextmanager
-def client(req):
-    """A Dask client: to DASK_SCHEDULER, or to a local cluster started
-    here. An unreachable scheduler is exit 5, naming its address."""
+# the HTTP servers of scheduler and workers: no route at all (no
+# /json/identity.json naming the workers and their tasks)
+QUIET_CONFIG = {"distributed.scheduler.http.routes": [],
+                "distributed.worker.http.routes": []}
+LOOPBACK = "127.0.0.1"
+
+
+def _distributed():
     try:
-        from distributed import Client, LocalCluster
+        import dask
+        import distributed
     except ImportError:
         raise KexpandError("python3-distributed is not installed: make scan "
                            "installs it (apt-get install python3-distributed)", "infra")
-    if req.dask_scheduler:
-        try:
-            c = Client(req.dask_scheduler, timeout="10s")
-        except (OSError, TimeoutError) as e:
-            raise KexpandError(
-                f"DASK_SCHEDULER={req.dask_scheduler}: no Dask scheduler answers "
-                f"there ({type(e).__name__}). Start one with `dask scheduler`, "
-                "workers with `dask worker <address>` (README), or unset "
-                "DASK_SCHEDULER to scan on this machine", "infra")
-        try:
-            yield c
-        finally:
-            c.close()
-        return
-    with LocalCluster(n_workers=req.jobs, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=40) as cluster, \
-            Client(cluster) as c:
+    return dask, distributed
+
+
+@contextmanager
+def client(req):
+    """A Dask client: to DASK_SCHEDULER, or to a local cluster started
+    here. An unreachable scheduler is exit 5, naming its address. Nothing
+    distributed logs reaches the terminal; an interrupt or an error ends
+    every process the cluster started, compilers and analyzers first."""
+    dask, distributed = _distributed()
+    quiet = _quiet_logs()
+    try:
+        if req.dask_scheduler:
+            with _remote(req, distributed) as c:
+                yield c
+            return
+        log_dir = req.work / "dask" / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        # set before each worker process starts (also one the nanny starts
+        # again mid-run): its logging is quiet from the import of distributed
+        spawn_env = dict(dask.config.get("distributed.nanny.pre-spawn-environ") or {},
+                         DASK_LOGGING__DISTRIBUTED="critical", KX_DASK_LOG=str(log_dir))
+        with reap.reaping(), dask.config.set(QUIET_CONFIG), dask.config.set(
+                {"distributed.nanny.pre-spawn-environ": spawn_env}):
+            cluster = c = None
+            try:
+                # workers and multiprocessing's resource tracker inherit the
+                # log file as stderr: their output before the preload (and
+                # a leak warning at exit) does not reach the terminal either
+                with _stderr_to(log_dir / "cluster.log"):
+                    cluster = distributed.LocalCluster(
+                        n_workers=req.jobs, threads_per_worker=1, processes=True,
+                        host=LOOPBACK, scheduler_port=0,
+                        dashboard_address=f"{LOOPBACK}:0",
+                        worker_dashboard_address=f"{LOOPBACK}:0",
+                        scheduler_kwargs={"dashboard": False},
+                        worker_class=_nanny_without_dashboard(distributed),
+                        local_directory=str(req.work / "dask"),
+                        preload=[__name__],
+                        silence_logs=logging.CRITICAL + 1)
+                c = distributed.Client(cluster)
+                yield c
+            except BaseException:
+                reap.end_descendants()      # the -E runs first: workers then stop
+                raise
+            finally:
+                for x in (c, cluster):      # a close that fails is no news:
+                    if x is not None:       # reaping() ends what is left
+                        with suppress(Exception):
+                            x.close()
+                # distributed's own close at exit would find a cluster
+                # interrupted mid-start and print its AssertionError
+                atexit.unregister(distributed.deploy.spec.close_clusters)
+    finally:
+        _restore_logs(quiet)
+
+
+def _nanny_without_dashboard(distributed):
+    """Nanny whose worker has no dashboard, whether bokeh is installed or
+    not (LocalCluster turns it on with any worker_dashboard_address, and
+    without one the worker's HTTP server takes 0.0.0.0)."""
+    class Nanny(distributed.Nanny):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **dict(kw, dashboard=False))
+    return Nanny
+
+
+@contextmanager
+def _remote(req, distributed):
+    security = None
+    if req.dask_tls:
+        security = distributed.Security(
+            tls_ca_file=req.dask_tls["ca"], tls_client_cert=req.dask_tls["cert"],
+            tls_client_key=req.dask_tls["key"], require_encryption=True)
+    try:
+        c = distributed.Client(req.dask_scheduler, timeout="10s", security=security)
+    except TypeError:       # distributed's word for a tls:// without certificates
+        raise KexpandError(
+            f"DASK_SCHEDULER={req.dask_scheduler}: a tls:// scheduler needs this "
+            "client's certificates: give DASK_TLS_CA=, DASK_TLS_CERT= and "
+            "DASK_TLS_KEY= (or distributed's distributed.comm.tls settings; README, "
+            "\"Scans on Dask\")")
+    except (OSError, TimeoutError, ValueError) as e:
+        raise KexpandError(
+            f"DASK_SCHEDULER={req.dask_scheduler}: no Dask scheduler answers there "
+            f"({type(e).__name__}{': ' + str(e)[:200] if str(e) else ''}). Start one "
+            "with `dask scheduler`, workers with `dask worker <address>`, with TLS "
+            "for another machine (README, \"Scans on Dask\"), or unset DASK_SCHEDULER to "
+            "scan on this machine", "infra")
+    try:
         yield c
+    finally:
+        c.close()
+
+
+QUIET_LOGGERS = ("distributed", "tornado", "asyncio", "bokeh")
+
+
+def _quiet_logs():
+    """distributed's, tornado's and asyncio's loggers (a worker closing
+    twice logs an AssertionError) no longer reach the terminal; returns
+    the levels to restore."""
+    old = {n: logging.getLogger(n).level for n in QUIET_LOGGERS}
+    for n in QUIET_LOGGERS:
+        logging.getLogger(n).setLevel(logging.CRITICAL + 1)
+    return old
+
+
+def _restore_logs(old):
+    for n, level in old.items():
+        logging.getLogger(n).setLevel(level)
+
+
+@contextmanager
+def _stderr_to(path):
+    """This process's stdout and stderr, the fds that the processes it
+    starts meanwhile inherit, to the file `path`."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for i, old in enumerate(saved):
+            os.dup2(old, i + 1)
+            os.close(old)
+        os.close(fd)
+
+
+def dask_setup(worker):
+    """Preload of the local cluster's workers: their stdout and stderr (a
+    traceback on an interrupt, logs) go to a file in the work directory's
+    logs/, never to the terminal; their loggers are quiet."""
+    log_dir = os.environ.get("KX_DASK_LOG")
+    if not log_dir:
+        return
+    fd = os.open(os.path.join(log_dir, f"dask-worker-{os.getpid()}.log"),
+                 os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    _quiet_logs()
 
 
 def n_workers(c):
@@ -112,8 +259,10 @@ def _results(c, futs):
 
 # --- tasks (run on the workers; module-level, so they pickle by name) ----------
 
-def analyze_task(bdir, rel, argv):
-    """Local mode: one file in the client's build directory."""
+def analyze_task(bdir, rel, argv, limits):
+    """Local mode: one file in the client's build directory, under the
+    client's -E limits."""
+    proc.set_limits(**limits)
     return dict(scanfiles.measure_one(Path(bdir), rel, argv)[1], host=platform.node())
 
 
@@ -123,6 +272,7 @@ def chunk_task(spec, files):
     KexpandError would lose its exit class)."""
     try:
         from distributed import get_worker
+        proc.set_limits(**spec["limits"])
         return {"files": _chunk(spec, files)[0], "host": platform.node(),
                 "worker": str(get_worker().name)}
     except KexpandError as e:
@@ -205,7 +355,7 @@ def _raise(res):
 
 def local_map(c, bdir, todo, progress=None):
     """Local mode: [(rel, argv)] -> {rel: result}, on the cluster's workers."""
-    futs = {c.submit(analyze_task, str(bdir), rel, argv, pure=False,
+    futs = {c.submit(analyze_task, str(bdir), rel, argv, dict(proc.LIMITS), pure=False,
                      key=f"kx-file-{_tag(bdir, rel)}"): rel for rel, argv in todo}
     return _gather(c, futs, progress)
 
@@ -223,6 +373,7 @@ def remote_scan(c, spec, progress=None):
     """Remote mode: every file of spec's commit, in chunks over the
     cluster's workers. Returns ({rel: result}, the hosts that measured)."""
     key = _tag(spec["commit"], spec["config_hash"], spec["compiler_version"])
+    spec = dict(spec, limits=dict(proc.LIMITS))
     _wait_workers(c)
     lst = c.submit(list_task, spec, key=f"kx-files-{key}", pure=False)
     files = _raise(next(_results(c, [lst]))[1])["files"]

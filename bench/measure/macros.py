@@ -11,13 +11,12 @@ their caller (the sum is unchanged)."""
 import json
 import os
 import re
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from kbuild import kcmd, sandbox
-from kbuild.proc import kill_group, pipe, spawn
+from kbuild.proc import pipe, run_limited
 from kbuild.util import KexpandError, atomic_write
 
 TOOLS = Path(__file__).resolve().parent.parent / "tools"
@@ -102,15 +101,10 @@ def prune(stacks, total, frac=STACK_MIN):
 def run_stack_tool(bdir, flags, src, hot_at, folded=None, top=TOP):
     tool = [str(STACK_TOOL), "-n", str(top)] + (["-l", hot_at] if hot_at else []) + (
         ["-f", str(folded)] if folded else []) + ["--"] + flags + [src]
-    p = spawn(sandbox.wrap(tool, bdir, rw=[Path(folded).parent] if folded else ()),
-              cwd=bdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = p.communicate()
-    except BaseException:
-        kill_group(p)
-        raise
-    if p.returncode != 0:
-        raise _fail("kx-macrostack", tool, p.returncode, err)
+    out, err, rc = run_limited(
+        sandbox.wrap(tool, bdir, rw=[Path(folded).parent] if folded else ()), bdir)
+    if rc != 0:
+        raise _fail("kx-macrostack", tool, rc, err)
     return _json("kx-macrostack", out)
 
 

@@ -84,7 +84,9 @@ def measure_one(bdir, rel, argv):
     except KexpandError as e:
         if e.klass == "infra":
             raise
+        # reason: error, or the limit it hit (proc.pipe: time or memory)
         return rel, {"status": "error", "error": str(e)[-2000:],
+                     "reason": getattr(e, "limit", "error"),
                      "seconds": round(time.monotonic() - t0, 4)}
     secs = time.monotonic() - t0
     hot = [{"at": f"{tree_path(t['file'])}:{t['line']}", "bytes": t["bytes"]}
@@ -214,6 +216,16 @@ def scan_build(tree, bdir, mapper, workers, progress=None, known_seconds=None,
         if reuse and keys.get(rel) and res["status"] == "ok":
             cache.put(cache.scanfile_key(cc, ccver, keys[rel]), res)
     return summary(files, [rel for rel, _ in todo], time.monotonic() - t0, workers)
+
+
+LIMITS_HIT = ("time limit", "memory limit")
+
+
+def cacheable(scan):
+    """A scan in which no file hit a limit: one that did may pass with
+    higher limits (E_TIME_LIMIT=, E_MEM_LIMIT=) or on a quieter machine,
+    so that scan is measured again next time, not read from the cache."""
+    return not any(v.get("reason") in LIMITS_HIT for v in scan["files"].values())
 
 
 def summary(files, measured, wall, workers):

@@ -77,9 +77,22 @@ def compare(scan_base, scan_tip, ratio):
             row["growth_bytes"], row["change"] = None, None
             row["verdict"] = ("new" if not a else "gone" if not b else
                               "error at base" if not ok_a else "error at tip")
+            if row["verdict"] == "error at tip":     # a regression (check.py)
+                row["reason_tip"] = b.get("reason") or "error"
+                row["error_tip"] = first_error_line(b.get("error"))
         rows.append(row)
     rows.sort(key=lambda r: (-(r["growth_bytes"] or 0), r["file"]))
     return rows
+
+
+def first_error_line(text):
+    """The line of a failed -E that says what went wrong: the compiler's
+    first error, else the first line."""
+    lines = (text or "").splitlines()
+    for line in lines:
+        if "error:" in line or "fatal" in line:
+            return line.strip()[:300]
+    return lines[0].strip()[:300] if lines else ""
 
 
 class TipDir:

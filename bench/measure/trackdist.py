@@ -14,7 +14,7 @@ import os
 import platform
 from pathlib import Path
 
-from kbuild import build, series, settings, trees, workdir
+from kbuild import build, proc, series, settings, trees, workdir
 from kbuild.util import KexpandError, log, read_json, atomic_write_json
 
 from . import dist, icount
@@ -31,6 +31,7 @@ def commit_task(spec, commit):
     """One commit on a worker; errors come back as values (a pickled
     KexpandError would lose its exit class)."""
     try:
+        proc.set_limits(**spec["limits"])
         return dict(_commit(spec, commit), host=platform.node())
     except KexpandError as e:
         return {"error": f"worker {platform.node()}: {e}", "klass": e.klass}
@@ -109,7 +110,8 @@ def measure(req, case, commits, files, ccs):
             "config_base": req.config_base, "config_hash": config.hash(),
             "kconfig_text": req.kconfig.read_text() if req.kconfig else None,
             "strict": req.strict_config, "icount_cap": req.icount_cap,
-            "counter": icount.identity(src) if src else None}
+            "counter": icount.identity(src) if src else None,
+            "limits": dict(proc.LIMITS)}
     out = {}
     if not commits:
         return out

@@ -8,8 +8,10 @@ import re
 
 from .util import KexpandError, log
 
-# Settings every command reads.
-COMMON = {"KEXPAND_WORK", "KEXPAND_RESULTS", "CASE", "JOBS", "SANDBOX"}
+# Settings every command reads (the limits of every -E: proc.pipe).
+COMMON = {"KEXPAND_WORK", "KEXPAND_RESULTS", "CASE", "JOBS", "SANDBOX", "E_TIME_LIMIT",
+          "E_MEM_LIMIT"}
+DASK = {"DASK_SCHEDULER", "DASK_TLS_CA", "DASK_TLS_CERT", "DASK_TLS_KEY", "DASK_INSECURE"}
 # The variables each make target takes besides COMMON (README, "Variables").
 TARGETS = {
     "bench": {"POINTS", "FILES", "CC", "RUNS", "NO_TIME", "NO_BOOT", "NO_MACROS",
@@ -20,13 +22,13 @@ TARGETS = {
     "bisect": {"FILE", "GOOD", "BAD", "KERNEL", "THRESHOLD", "NO_MACROS",
                "CONFIG", "KCONFIG"},
     "scan": {"A", "B", "POINTS", "KERNEL", "CC", "WRITE_FOCUS", "CONFIG", "KCONFIG",
-             "DASK_SCHEDULER"},
+             *DASK},
     "sweep": {"FILE", "POINT", "N", "CONFIG"},
     "check": {"PATCHES", "BASE", "A", "B", "KERNEL", "CC", "CONFIG", "KCONFIG",
-              "THRESHOLD", "NO_MACROS", "ICOUNT_CAP", "NAME", "DASK_SCHEDULER",
-              "FULL_BUILD"},
+              "THRESHOLD", "NO_MACROS", "ICOUNT_CAP", "NAME", "FULL_BUILD",
+              *DASK},
     "track": {"RANGE", "EVERY", "KERNEL", "FILES", "CC", "CONFIG", "KCONFIG",
-              "SCAN", "NAME", "ICOUNT_CAP", "DASK_SCHEDULER", "MAX_COMMITS", "NO_MACROS"},
+              "SCAN", "NAME", "ICOUNT_CAP", "MAX_COMMITS", "NO_MACROS", *DASK},
     "prepare": set(), "plots": set(), "report": set(), "analyzer-bench": set(),
     "check-bench": {"CONFIG", "KCONFIG"},
 }

@@ -2,15 +2,19 @@
 interrupt or an error can end the whole tree it started (make and its
 compilers, hyperfine and the timed command, QEMU), run with a timeout and
 an error naming the command (run), piped into a tool (pipe), or many at
-a time (run_jobs)."""
+a time (run_jobs). Every -E has a time and a memory limit (pipe,
+run_limited); reap.py ends what a run's Dask workers started."""
 import collections
 import contextlib
 import os
+import re
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
 import threading
+import time
 
 from .util import KexpandError
 
@@ -49,6 +53,12 @@ def spawn(cmd, env=None, **kw):
 _LIVE, _LIVE_LOCK = [], threading.Lock()
 
 
+def live_pids():
+    """The pids of the children spawn() started (their Popen reaps them)."""
+    with _LIVE_LOCK:
+        return {p.pid for p in _LIVE}
+
+
 def kill_all():
     """Kill the process groups of every child still running (an interrupt
     or an infra error while threads run children)."""
@@ -60,16 +70,78 @@ def kill_all():
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
-def pipe(cmd, tool, cwd):
+# the limits of each command pipe() runs (every -E of a scan): wall
+# seconds and address space in MiB (E_TIME_LIMIT=, E_MEM_LIMIT=, README
+# "Limits"); the real minmax setup.c at laight-v4 (47 MB of -E output,
+# 15 to 30 s) stays far below both
+LIMITS = {"time_s": 300, "mem_mb": 4096}
+# what gcc, clang and the C tools write when an allocation fails
+OUT_OF_MEMORY = re.compile(rb"out of memory|virtual memory exhausted|bad_alloc|MemoryError"
+                           rb"|Cannot allocate memory|Allocation failed")
+
+
+def set_limits(time_s=None, mem_mb=None):
+    """The limits of every later pipe() in this process (settings.py's
+    values; a Dask worker gets them with each task)."""
+    LIMITS.update({k: v for k, v in (("time_s", time_s), ("mem_mb", mem_mb))
+                   if v is not None})
+
+
+class LimitHit(KexpandError):
+    """A command pipe() ran went past its time or memory limit; `limit` is
+    "time limit" or "memory limit" (the report names it)."""
+
+    def __init__(self, message, limit):
+        super().__init__(message, "build")
+        self.limit = limit
+
+
+def _limited(cmd, time_s, mem_mb):
+    """cmd under prlimit(1): its address space, and CPU seconds as a
+    backstop that holds even if nobody waits for it any more (its children
+    inherit both). Not a preexec_fn: Dask workers run tasks in threads,
+    and a preexec_fn after fork can deadlock there."""
+    if shutil.which(str(cmd[0])) is None:       # prlimit would only say exit 1
+        raise missing_tool(str(cmd[0]))
+    lim = [f"--cpu={time_s}:{time_s + 5}"] if time_s else []
+    lim += [f"--as={mem_mb << 20}"] if mem_mb else []
+    return ["prlimit", *lim, "--", *cmd]
+
+
+def _limit_error(cmd, limit, time_s, mem_mb):
+    what = (f"the time limit of {time_s} s (E_TIME_LIMIT=)" if limit == "time limit"
+            else f"the memory limit of {mem_mb} MiB (E_MEM_LIMIT=)")
+    return LimitHit(f"{limit}: went past {what}; a file this big or slow is the "
+                    "regression to look at (raise the limit only for a file known to "
+                    f"need it): {shlex.join(map(str, cmd))[:300]}", limit)
+
+
+def _wait4(proc, deadline):
+    """wait4(2) of proc, until `deadline` (time.monotonic())."""
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            return status, ru
+        if time.monotonic() > deadline:
+            raise subprocess.TimeoutExpired(proc.args, 0)
+        time.sleep(0.01)
+
+
+def pipe(cmd, tool, cwd, limits=None):
     """cmd's stdout into tool through a pipe (never a temporary file), both
     in process groups of their own. Returns (tool's stdout, tool's stderr,
     cmd's exit code, cmd's stderr, tool's exit code, cmd's CPU seconds:
     user + system of cmd and the children it waited for, from wait4(2),
     which other work on the machine changes far less than wall time).
     cmd's stderr goes to a file: a pipe read only at the end fills at 64 kB
-    and stops both."""
+    and stops both. cmd runs under LIMITS (or `limits`): past them both
+    groups are killed and LimitHit names the limit."""
+    lim = dict(LIMITS, **(limits or {}))
+    time_s, mem_mb = lim["time_s"], lim["mem_mb"]
+    deadline = time.monotonic() + time_s
     with tempfile.TemporaryFile() as errf:
-        pre = spawn(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=errf)
+        pre = spawn(_limited(cmd, time_s, mem_mb), cwd=cwd, stdout=subprocess.PIPE,
+                    stderr=errf)
         try:
             ana = spawn(tool, cwd=cwd, stdin=pre.stdout, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE)
@@ -78,16 +150,48 @@ def pipe(cmd, tool, cwd):
             raise
         pre.stdout.close()
         try:
-            out, aerr = ana.communicate()
-            _, status, ru = os.wait4(pre.pid, 0)
+            out, aerr = ana.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            status, ru = _wait4(pre, deadline)
+        except subprocess.TimeoutExpired:
+            kill_group(pre)
+            kill_group(ana)
+            raise _limit_error(cmd, "time limit", time_s, mem_mb)
         except BaseException:
             kill_group(pre)
             kill_group(ana)
             raise
         pre.returncode = os.waitstatus_to_exitcode(status)
         errf.seek(0)
-        return (out, aerr, pre.returncode, errf.read(), ana.returncode,
-                ru.ru_utime + ru.ru_stime)
+        err = errf.read()
+        cpu = ru.ru_utime + ru.ru_stime
+        if pre.returncode == -signal.SIGXCPU or (pre.returncode == -signal.SIGKILL
+                                                 and cpu >= time_s):
+            raise _limit_error(cmd, "time limit", time_s, mem_mb)
+        if pre.returncode != 0 and OUT_OF_MEMORY.search(err[-4096:]):
+            raise _limit_error(cmd, "memory limit", time_s, mem_mb)
+        return out, aerr, pre.returncode, err, ana.returncode, cpu
+
+
+def run_limited(cmd, cwd):
+    """cmd (a tool that preprocesses itself: kx-macrostack) under LIMITS,
+    in a process group of its own: (stdout, stderr, exit code); past a
+    limit, LimitHit."""
+    time_s, mem_mb = LIMITS["time_s"], LIMITS["mem_mb"]
+    p = spawn(_limited(cmd, time_s, mem_mb), cwd=cwd, stdout=subprocess.PIPE,
+              stderr=subprocess.PIPE)
+    try:
+        out, err = p.communicate(timeout=time_s)
+    except subprocess.TimeoutExpired:
+        kill_group(p)
+        raise _limit_error(cmd, "time limit", time_s, mem_mb)
+    except BaseException:
+        kill_group(p)
+        raise
+    if p.returncode == -signal.SIGXCPU:
+        raise _limit_error(cmd, "time limit", time_s, mem_mb)
+    if p.returncode != 0 and OUT_OF_MEMORY.search(err[-4096:]):
+        raise _limit_error(cmd, "memory limit", time_s, mem_mb)
+    return out, err, p.returncode
 
 
 def run(cmd, cwd=None, check=True, capture=True, env=None, what=None,
@@ -148,7 +252,7 @@ PACKAGES = {"hyperfine": "hyperfine", "qemu-system-x86_64": "qemu-system-x86",
             "clang": "clang", "ld.lld": "lld", "gcc": "gcc", "make": "make",
             "git": "git", "tar": "tar", "/usr/bin/time": "time",
             "flex": "flex", "bison": "bison", "dpkg-query": "dpkg",
-            "chromium": "chromium"}
+            "chromium": "chromium", "prlimit": "util-linux"}
 
 
 def missing_tool(name):

@@ -1,12 +1,15 @@
 """Settings: read once, up front, from the command line and the environment
 (the Makefile passes its variables as environment, never as shell text),
 validated into one Request that every stage receives. Nothing else in
-kexpand reads the environment.
+kexpand reads the environment (but a Dask worker process: its own
+KEXPAND_WORK, and KX_DASK_LOG, which the client sets for it).
 
 Environment (README, "Variables"): KEXPAND_WORK, KEXPAND_RESULTS,
 KEXPAND_CASES, KEXPAND_TARBALL, CASE, POINTS, FILES, KX_CC (make's CC=
 from the command line), KERNEL, A, B, FILE, GOOD, BAD, THRESHOLD, RUNS,
-JOBS, BOOT_TIMEOUT, ICOUNT_CAP, DASK_SCHEDULER, POINT, N, NO_TIME, NO_BOOT, NO_MACROS, WRITE_FOCUS."""
+JOBS, BOOT_TIMEOUT, ICOUNT_CAP, E_TIME_LIMIT, E_MEM_LIMIT, DASK_SCHEDULER,
+DASK_TLS_CA, DASK_TLS_CERT, DASK_TLS_KEY, DASK_INSECURE, POINT, N, NO_TIME,
+NO_BOOT, NO_MACROS, WRITE_FOCUS."""
 import math
 import os
 import re
@@ -15,7 +18,7 @@ from pathlib import Path
 
 from . import sandbox
 from .checks import check_given, check_name, check_range, check_ref
-from .util import REPO, KexpandError, Progress, Split
+from .util import REPO, KexpandError, Progress, Split, log
 
 COMPILERS = ("gcc", "clang")
 CONFIG_BASES = ("tinyconfig", "defconfig", "allnoconfig")
@@ -34,7 +37,11 @@ class Request:
     runs: int | None = None           # None: by the command's duration
     boot_timeout: int = 180
     icount_cap: int = 60              # s of native CPU; 0: count nothing
-    dask_scheduler: str | None = None  # DASK_SCHEDULER=tcp://host:port
+    dask_scheduler: str | None = None  # DASK_SCHEDULER=tls://host:port
+    dask_tls: dict | None = None      # DASK_TLS_CA, _CERT, _KEY: {ca, cert, key}
+    dask_insecure: bool = False       # DASK_INSECURE=1: plain tcp:// off this host
+    e_time_limit: int = 300           # E_TIME_LIMIT=: s per -E (proc.pipe)
+    e_mem_limit: int = 4096           # E_MEM_LIMIT=: MiB of address space per -E
     point: str | None = None          # POINT= (make sweep)
     sweep_n: int = 16                 # N= (make sweep): configurations
     points: list = field(default_factory=list)     # empty: all
@@ -157,16 +164,10 @@ def from_env(command, args=None, env=None):
     _names(req, get)
     _kernel_apart(req)
     _config(req, get)
-    sched = get("dask_scheduler", "DASK_SCHEDULER")
-    if sched is not None:
-        sched = sched.strip()
-        if not re.fullmatch(r"(tcp|tls)://[A-Za-z0-9_.\[\]:-]+:[0-9]{1,5}", sched):
-            raise KexpandError(f"DASK_SCHEDULER={sched!r}: give a Dask scheduler's "
-                               "address, for example DASK_SCHEDULER=tcp://10.0.0.5:8786")
-        req.dask_scheduler = sched
     for key, envname in (("no_time", "NO_TIME"), ("no_boot", "NO_BOOT"),
                           ("no_macros", "NO_MACROS"), ("scan", "SCAN"),
-                          ("full_build", "FULL_BUILD"), ("no_sandbox", "SANDBOX")):
+                          ("full_build", "FULL_BUILD"), ("no_sandbox", "SANDBOX"),
+                          ("dask_insecure", "DASK_INSECURE")):
         v = args.get(key)
         if v is None:
             raw = (env.get(envname) or "").strip()
@@ -175,7 +176,48 @@ def from_env(command, args=None, env=None):
             v = raw == ("0" if key == "no_sandbox" else "1")
         setattr(req, key, bool(v))
     sandbox.set_enabled(not req.no_sandbox)
+    _dask(req, get)
     return req
+
+
+LOOPBACK = re.compile(r"(127\.[0-9.]+|localhost|\[::1\]|::1)")
+
+
+def _dask(req, get):
+    """DASK_SCHEDULER= and how to reach it: tls:// with certificates, or
+    plain tcp:// only on this machine (or with DASK_INSECURE=1)."""
+    sched = get("dask_scheduler", "DASK_SCHEDULER")
+    tls = {k: get(f"dask_tls_{k}", f"DASK_TLS_{k.upper()}") for k in ("ca", "cert", "key")}
+    if sched is None:
+        if any(tls.values()):
+            log("warning: DASK_TLS_* are ignored without DASK_SCHEDULER=tls://...")
+        return
+    sched = sched.strip()
+    m = re.fullmatch(r"(tcp|tls)://([A-Za-z0-9_.\[\]:-]+):[0-9]{1,5}", sched)
+    if not m:
+        raise KexpandError(f"DASK_SCHEDULER={sched!r}: give a Dask scheduler's "
+                           "address, for example DASK_SCHEDULER=tls://10.0.0.5:8786")
+    req.dask_scheduler = sched
+    if m.group(1) == "tcp":
+        if any(tls.values()):
+            raise KexpandError(f"DASK_SCHEDULER={sched}: DASK_TLS_* certificates go "
+                               f"with a tls:// address: give tls://{sched[6:]}")
+        if not LOOPBACK.fullmatch(m.group(2)) and not req.dask_insecure:
+            raise KexpandError(
+                f"DASK_SCHEDULER={sched}: refused: plain tcp:// to another machine "
+                "lets anyone who reaches that scheduler run pickled code on the "
+                "workers and this client. Start the scheduler and workers with TLS "
+                "and give DASK_SCHEDULER=tls://... with DASK_TLS_CA=, DASK_TLS_CERT= "
+                "and DASK_TLS_KEY= (README, \"Scans on Dask\"), or DASK_INSECURE=1 on a "
+                "network you trust")
+        return
+    for k, v in tls.items():
+        if v is not None and not Path(v).expanduser().is_file():
+            raise KexpandError(f"DASK_TLS_{k.upper()}={v}: no such file; give the "
+                               "path of a PEM file (README, \"Scans on Dask\")")
+    if tls["ca"] and tls["cert"]:
+        req.dask_tls = {k: str(Path(v).expanduser().resolve()) if v else None
+                        for k, v in tls.items()}
 
 
 def work_dir(env):
@@ -219,6 +261,12 @@ def _numbers(req, get, args):
         if t is not None else 180
     c = get("icount_cap", "ICOUNT_CAP")
     req.icount_cap = parse_int("ICOUNT_CAP", c, 0, 86400, 60) if c is not None else 60
+    t = get("e_time_limit", "E_TIME_LIMIT")
+    req.e_time_limit = parse_int("E_TIME_LIMIT", t, 1, 86400, 300) if t is not None \
+        else 300
+    m = get("e_mem_limit", "E_MEM_LIMIT")
+    req.e_mem_limit = parse_int("E_MEM_LIMIT", m, 64, 1 << 20, 4096) if m is not None \
+        else 4096
     req.threshold = get("threshold", "THRESHOLD")
     if req.threshold is not None:
         (parse_growth if req.command == "check" else parse_threshold)(req.threshold)

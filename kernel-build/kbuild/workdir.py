@@ -31,7 +31,7 @@ RUN_VAR = "KEXPAND_RUN"
 # everything kexpand makes at the top of a work directory
 ENTRIES = (MARKER, LOCK, "tree", "tree.unpacking", "cache", "trees", "bisect",
            "scratch", "boot", "build-steps.json", "series-*.json", "kconfigs",
-           "sweep-allconfig", "check", "track")
+           "sweep-allconfig", "check", "track", "dask")
 
 
 def _known(name):
