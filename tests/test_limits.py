@@ -76,10 +76,19 @@ def test_a_tip_error_is_a_regression_named_in_the_report(fake, tmp_path):
     assert f"    {SETUP} (gcc): error" in md and "fails at the tip" in md
 
 
+def fifo_for(env, tmp_path, name):
+    """A fifo the sandboxed preprocessor can see (KEXPAND_SANDBOX_RW: the
+    fake tree's -E runs in the sandbox, where no other host path is), and
+    the environment that shows it."""
+    d = tmp_path / "fifos"
+    d.mkdir(exist_ok=True)
+    os.mkfifo(d / name)
+    return d / name, dict(env, KEXPAND_SANDBOX_RW=str(d))
+
+
 def test_a_fifo_include_hits_the_time_limit_and_leaves_no_process(fake, tmp_path):
     base, env = fake
-    fifo = tmp_path / "never-written"
-    os.mkfifo(fifo)
+    fifo, env = fifo_for(env, tmp_path, "never-written")
     mbox = series_mbox(tmp_path / "f.mbox", [("xen: wait", setup_diff(f'#include "{fifo}"'))])
     t0 = time.monotonic()
     p = check(env, PATCHES=mbox, BASE="before", E_TIME_LIMIT=3)
@@ -96,8 +105,7 @@ def blocked_check(env, tmp_path, via_make=False):
     """kexpand check (or `make check`, in a process group of its own, as
     a CI job runs it) with a tip that #includes a fifo; returns (the run,
     the fifo's write end) once the preprocessor is known to wait on it."""
-    fifo = tmp_path / "held"
-    os.mkfifo(fifo)
+    fifo, env = fifo_for(env, tmp_path, "held")
     mbox = series_mbox(tmp_path / "h.mbox", [("xen: wait", setup_diff(f'#include "{fifo}"'))])
     argv = (["make", "-s", "-C", str(REPO), "check", "CASE=fake", f"PATCHES={mbox}",
              "BASE=before"] if via_make else
