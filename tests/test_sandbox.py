@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kbuild import sandbox
+from bench.measure.expansion import source_text
+from kbuild import builddir, sandbox
 from kbuild.util import KexpandError
 from test_check import COVER, check, mail
 from test_faults import FAKE, fake  # noqa: F401
@@ -187,3 +188,32 @@ def test_a_hostile_series_runs_nowhere_but_in_its_sandbox(fake, tmp_path):  # no
     leaked = [str(f) for d in (base / "results", base / "work") for f in d.rglob("*")
               if f.is_file() and f != secret and SECRET.encode() in f.read_bytes()]
     assert leaked == [], leaked
+
+
+def test_a_line_marker_naming_a_host_file_is_not_read(box):
+    """A patch's `#line 2 "/root/.ssh/id_rsa"` makes the hottest line's
+    file a host path: kexpand reads a hot line's statement from the tree
+    only (outside the sandbox, nothing else may be read)."""
+    base, tree, mine, _, _ = box
+    assert source_text(mine, "../include/a.h", 1) == "int a;"
+    for name in (str(base / "secret.h"), "../../../secret.h", "/proc/self/environ"):
+        assert source_text(mine, name, 1) == "", name
+    (tree / "include" / "out.h").symlink_to(base / "secret.h")
+    assert source_text(mine, "../include/out.h", 1) == ""
+
+
+def test_retarget_writes_nothing_outside_the_build_dir(box):
+    """A build can name a dir "x\\n" in its build dir, so that a list of
+    file names read line by line holds a host path; retarget (a seeded or
+    taken-over dir) must rewrite files inside the dir only."""
+    base, tree, mine, other, _ = box
+    victim = base / "victim" / "f"
+    victim.parent.mkdir()
+    victim.write_text(f"host file naming {mine.resolve()}\n")
+    planted = other / "g" / "x\n" / str(victim)[1:]
+    planted.parent.mkdir(parents=True)
+    planted.write_text(f"cmd := {mine.resolve()}/a.o\n")
+    (other / "link.cmd").symlink_to(victim)
+    builddir.retarget(mine, other)
+    assert victim.read_text() == f"host file naming {mine.resolve()}\n"
+    assert planted.read_text() == f"cmd := {other.resolve()}/a.o\n"

@@ -35,7 +35,7 @@ import sys
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from kbuild import build, builddir, proc, reap, series, settings, trees, workdir
+from kbuild import build, builddir, proc, reap, sandbox, series, settings, trees, workdir
 from kbuild.util import KexpandError, atomic_write, log
 
 from . import scanfiles
@@ -297,6 +297,7 @@ def _chunk(spec, files):
     """Prepare and build spec's commit in this worker's work directory (if
     it has not: builddir.ensure_kernel, as a local scan), then measure
     `files`. Returns (results, every C file the build compiled)."""
+    sandbox.check()             # a worker builds in its sandbox or not at all
     work = settings.work_dir(os.environ)
     with workdir.lock(work):
         case = series.load_case(spec["case"], Path(spec["cases_dir"]))

@@ -61,11 +61,12 @@ def statement(text, line, maxlines=6):
 
 
 def source_text(bdir, relpath, line):
-    """The statement at relpath:line (relative to the build dir)."""
-    if relpath.startswith("<"):
-        return ""
+    """The statement at relpath:line (relative to the build dir), read
+    only from the tree (sandbox.tree_file: a #line marker can name any
+    host file)."""
+    p = sandbox.tree_file(bdir, relpath)
     try:
-        return statement((bdir / relpath).read_text(errors="replace"), line)
+        return statement(p.read_text(errors="replace"), line) if p else ""
     except OSError:
         return ""
 

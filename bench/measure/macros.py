@@ -98,11 +98,11 @@ def prune(stacks, total, frac=STACK_MIN):
     return sorted(out)
 
 
-def run_stack_tool(bdir, flags, src, hot_at, folded=None, top=TOP):
+def run_stack_tool(bdir, flags, src, hot_at, folded=None, top=TOP, ro=()):
     tool = [str(STACK_TOOL), "-n", str(top)] + (["-l", hot_at] if hot_at else []) + (
         ["-f", str(folded)] if folded else []) + ["--"] + flags + [src]
     out, err, rc = run_limited(
-        sandbox.wrap(tool, bdir, rw=[Path(folded).parent] if folded else ()), bdir)
+        sandbox.wrap(tool, bdir, rw=[Path(folded).parent] if folded else (), ro=ro), bdir)
     if rc != 0:
         raise _fail("kx-macrostack", tool, rc, err)
     return _json("kx-macrostack", out)
@@ -160,10 +160,13 @@ def counterfactual(bdir, flags, src, hot_at, line_macros, line_bytes):
         if not header or header.startswith("<") or not ln.isdigit():
             row["why_not"] = "no #define location"
             continue
+        hpath = sandbox.tree_file(bdir, str(Path("..") / header))
         try:
-            text = (Path(bdir) / ".." / header).read_text()
+            text = hpath.read_text() if hpath else None
         except OSError:
-            row["why_not"] = f"{header} not readable"
+            text = None
+        if text is None:
+            row["why_not"] = f"{header} not readable in the tree"
             continue
         new = opaque_text(text, m["name"], int(ln))
         if new is None:
@@ -178,7 +181,7 @@ def counterfactual(bdir, flags, src, hot_at, line_macros, line_bytes):
             (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
             atomic_write(Path(tmp) / rel, new)
             try:
-                d = run_stack_tool(bdir, oflags, src, hot_at, top=100_000)
+                d = run_stack_tool(bdir, oflags, src, hot_at, top=100_000, ro=[tmp])
             except KexpandError as e:       # e.g. the macro is also used in #if
                 row["why_not"] = f"preprocessing failed with it opaque: {str(e)[-300:]}"
                 continue

@@ -14,7 +14,7 @@ import os
 import platform
 from pathlib import Path
 
-from kbuild import build, proc, series, settings, trees, workdir
+from kbuild import build, proc, sandbox, series, settings, trees, workdir
 from kbuild.util import KexpandError, log, read_json, atomic_write_json
 
 from . import dist, icount
@@ -39,6 +39,7 @@ def commit_task(spec, commit):
 
 def _commit(spec, commit):
     from .point import measure_point
+    sandbox.check()             # a worker builds in its sandbox or not at all
     work = settings.work_dir(os.environ)
     req = settings.Request("track", case=spec["case"], work=work,
                            results=work / "results-unused", jobs=os.cpu_count() or 1,

@@ -19,6 +19,7 @@ use it)."""
 import os
 import re
 import shutil
+import stat
 from pathlib import Path
 
 from . import build, mtimes, sandbox
@@ -124,10 +125,15 @@ def retarget(src, dst):
     one length (kb-<12 hex>-<cc>), so the text is rewritten in place;
     mtimes are kept, which is what make compares."""
     old, new = str(Path(src).resolve()), str(Path(dst).resolve())
-    hits = run(["grep", "-rlIF", "--", old, str(dst)], check=False).stdout
-    for f in hits.splitlines():
+    hits = run(["grep", "-rlIFZ", "--", old, str(dst)], check=False).stdout
+    # (names end with NUL: a build can make a dir named "x\n/etc/..."; and
+    # only regular files inside dst, never through a link a build planted)
+    for f in filter(None, hits.split("\0")):
         path = Path(f)
-        st = path.stat()
+        st = path.lstat()
+        if not stat.S_ISREG(st.st_mode) or \
+                not path.parent.resolve().is_relative_to(Path(new)):
+            continue
         atomic_write(path, path.read_bytes().replace(old.encode(), new.encode()))
         os.chmod(path, st.st_mode & 0o7777)
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))

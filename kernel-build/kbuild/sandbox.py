@@ -28,7 +28,7 @@ import pwd
 import subprocess
 from pathlib import Path
 
-from .util import REPO, KexpandError
+from .util import REPO, KexpandError, log
 
 ENV = "KEXPAND_SANDBOX"
 # dirs the operator lets every sandbox write, ':'-separated (the tests'
@@ -41,13 +41,15 @@ LIMIT_S = 6 * 3600
 # per process (RLIMIT_DATA: heap and private writable maps); cc1 on the
 # worst minmax.h point needs about 2 GiB
 LIMIT_DATA = 16 << 30
+# the private /tmp and /dev/shm (RAM): a compiler's temporary files
+TMP_SIZE = 4 << 30
 # what the toolchain reads of /etc: the links of alternatives (cc, awk,
 # ld), the loader's cache, user and group names
 ETC = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd",
        "group", "nsswitch.conf", "localtime", "timezone", "os-release",
        "debian_version", "perl", "python3", "python3.11")
 TOP = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-KEEP = {"PATH", "LANG", "LANGUAGE", "TZ", "PWD", "SOURCE_DATE_EPOCH", "TMPDIR"}
+KEEP = {"PATH", "LANG", "LANGUAGE", "TZ", "PWD", "SOURCE_DATE_EPOCH"}
 KEEP_PREFIX = ("LC_", "KBUILD_", "KEXPAND_RUN", "KX_ICOUNT_", "KX_QEMU", "FAKE_")
 # kexpand's own tools and the case data (config fragments): read-only
 OWN_RO = (REPO / "bench" / "tools", REPO / "cases", REPO / "kernel-build")
@@ -93,6 +95,27 @@ def _tree_of(bdir):
     tree of its own, with nothing writable in it but what rw names."""
     p = Path(bdir).resolve()
     return p.parent if p.name.startswith("kb-") else p
+
+
+# a source file kexpand reads itself (a hot line's statement): at most this
+READ_CAP = 16 << 20
+
+
+def tree_file(bdir, rel):
+    """The file `rel` (relative to build dir bdir, as a line marker names
+    it) if it is a regular file inside bdir's tree, else None. What a
+    build or a patch names (#line "/root/.ssh/id_rsa", a symlink out of
+    the tree, a fifo) is read by kexpand outside the sandbox: only the
+    tree's own files are."""
+    if not rel or rel.startswith("<"):
+        return None
+    try:
+        p = (Path(bdir) / rel).resolve()
+        ok = p.is_relative_to(_tree_of(bdir)) and p.is_file() and \
+            p.stat().st_size <= READ_CAP
+    except (OSError, RuntimeError):
+        return None
+    return p if ok else None
 
 
 def wrap(argv, bdir, *, cwd=None, rw=(), ro=(), env=None, seconds=None,
@@ -145,8 +168,9 @@ def _system():
     a = [BWRAP, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
          "--unshare-uts", "--unshare-cgroup-try", "--uid", str(UID), "--gid", str(UID),
          "--cap-drop", "ALL", "--new-session", "--die-with-parent",
-         "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
-         "--tmpfs", "/tmp", "--dir", "/var/tmp"]
+         "--disable-userns", "--ro-bind", "/usr", "/usr", "--proc", "/proc",
+         "--dev", "/dev", "--size", str(TMP_SIZE), "--tmpfs", "/dev/shm",
+         "--size", str(TMP_SIZE), "--tmpfs", "/tmp", "--dir", "/var/tmp"]
     for t in TOP:
         p = Path("/") / t
         if p.is_symlink():
@@ -174,6 +198,8 @@ def check():
     missing, or no user namespaces. SANDBOX=0 skips it (README)."""
     if not enabled():
         return
+    if os.environ.get(ENV_RW):
+        log(f"warning: {ENV_RW}={os.environ[ENV_RW]}: every sandbox may write there too")
     try:
         p = subprocess.run(_system() + ["--", "true"], stdin=subprocess.DEVNULL,
                            capture_output=True, text=True, timeout=60)
