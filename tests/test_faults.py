@@ -386,7 +386,8 @@ def test_missing_tool_names_the_package(fake):
     bindir = base / "bin"
     bindir.mkdir()
     for tool in ("git", "make", "gcc", "tar", "xz", "cc1", "as", "ld", "sh",
-                 "dpkg-query", "cat", "mkdir", "printf", "sleep", "test", "rm"):
+                 "dpkg-query", "cat", "mkdir", "printf", "sleep", "test", "rm",
+                 "bwrap", "timeout", "prlimit"):
         src = subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True,
                              text=True).stdout.strip()
         if src.startswith("/"):

@@ -133,7 +133,7 @@ def wrap(argv, bdir, *, cwd=None, rw=(), ro=(), env=None, seconds=None,
     bdir = Path(bdir).resolve()
     tree = _tree_of(bdir)
     cwd = Path(cwd).resolve() if cwd is not None else bdir
-    a = _system() + ["--ro-bind", str(tree), str(tree)]
+    a = _system() + _path_dirs(env) + ["--ro-bind", str(tree), str(tree)]
     for d in sorted(tree.glob("kb-*")):
         if d.is_dir() and d != bdir:
             a += ["--ro-bind", str(d), str(d)]
@@ -161,6 +161,19 @@ def wrap(argv, bdir, *, cwd=None, rw=(), ro=(), env=None, seconds=None,
     a += ["--", "timeout", "-k", "10", str(int(seconds or LIMIT_S)),
           "prlimit", f"--data={int(data or LIMIT_DATA)}", "--", *map(str, argv)]
     return a
+
+
+def _path_dirs(env):
+    """The directories of PATH outside /usr, read-only (a cross toolchain
+    in /opt, a user's bin dir): the programs, not their owner's home."""
+    out = []
+    for d in env.get("PATH", "").split(":"):
+        p = Path(d)
+        if p.is_absolute() and p.is_dir() and str(p) not in ("/", "/root", "/home") \
+                and not p.is_relative_to("/usr") and str(p) not in \
+                (f"/{t}" for t in TOP) and str(p) not in out:
+            out.append(str(p))
+    return [x for d in out for x in ("--ro-bind", d, d)]
 
 
 def _system():
@@ -201,7 +214,7 @@ def check():
     if os.environ.get(ENV_RW):
         log(f"warning: {ENV_RW}={os.environ[ENV_RW]}: every sandbox may write there too")
     try:
-        p = subprocess.run(_system() + ["--", "true"], stdin=subprocess.DEVNULL,
+        p = subprocess.run(_system() + ["--", "/bin/true"], stdin=subprocess.DEVNULL,
                            capture_output=True, text=True, timeout=60)
     except FileNotFoundError:
         raise KexpandError(
