@@ -9,6 +9,7 @@ that: through QEMU with the plugin as bench/measure/icount.py runs it,
 through icount.count() itself, and through the gcc -wrapper script."""
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -68,7 +69,9 @@ def test_icount_count_gives_the_hand_count(programs, tmp_path, monkeypatch):
     """icount.count() itself on the QEMU path (the one this machine takes;
     pinned so that a machine with a PMU still tests the plugin)."""
     monkeypatch.setattr(icount, "source", lambda: ("qemu-tcg", "pinned by the test"))
-    r = icount.count([str(programs[1_000_000])], tmp_path, cc="loop")
+    # (a count runs in the sandbox of its build dir: the program is shown to it)
+    r = icount.count([str(programs[1_000_000])], tmp_path, cc="loop",
+                     rw=[Path(programs[1_000_000]).parent])
     assert (r["instructions"], r["instructions_source"], r["processes"]) == \
         (5_000_005, "qemu-tcg", 1)
 
