@@ -217,3 +217,16 @@ def test_retarget_writes_nothing_outside_the_build_dir(box):
     builddir.retarget(mine, other)
     assert victim.read_text() == f"host file naming {mine.resolve()}\n"
     assert planted.read_text() == f"cmd := {other.resolve()}/a.o\n"
+
+
+def test_path_shows_a_toolchain_dir_but_never_tmp_or_the_work_dir(box):
+    base, tree, mine, _, _ = box
+    tools = base / "opt-cross" / "bin"
+    tools.mkdir(parents=True)
+    (tools / "kx-cc").write_text("#!/bin/sh\necho cross\n")
+    (tools / "kx-cc").chmod(0o755)
+    env = dict(os.environ, PATH=f"/tmp:{base / 'work'}:{tools}:/usr/bin:/bin")
+    p = subprocess.run(sandbox.wrap(["sh", "-c", f"kx-cc; ls {base / 'work'}; "
+                                    "echo x > /tmp/t && echo tmp-writable"], mine,
+                                    env=env), capture_output=True, text=True, timeout=60)
+    assert p.stdout.split() == ["cross", "tree", "tmp-writable"], p.stdout + p.stderr

@@ -133,7 +133,7 @@ def wrap(argv, bdir, *, cwd=None, rw=(), ro=(), env=None, seconds=None,
     bdir = Path(bdir).resolve()
     tree = _tree_of(bdir)
     cwd = Path(cwd).resolve() if cwd is not None else bdir
-    a = _system() + _path_dirs(env) + ["--ro-bind", str(tree), str(tree)]
+    a = _system() + _path_dirs(env, tree) + ["--ro-bind", str(tree), str(tree)]
     for d in sorted(tree.glob("kb-*")):
         if d.is_dir() and d != bdir:
             a += ["--ro-bind", str(d), str(d)]
@@ -163,15 +163,21 @@ def wrap(argv, bdir, *, cwd=None, rw=(), ro=(), env=None, seconds=None,
     return a
 
 
-def _path_dirs(env):
+# never shown through PATH: the system's own places, and whole homes
+NOT_ON_PATH = ("/", "/tmp", "/var", "/var/tmp", "/etc", "/proc", "/dev", "/sys", "/run",
+               "/root", "/home")
+
+
+def _path_dirs(env, tree):
     """The directories of PATH outside /usr, read-only (a cross toolchain
-    in /opt, a user's bin dir): the programs, not their owner's home."""
+    in /opt, a user's bin dir): the programs, not their owner's home, and
+    never a dir that holds the tree (the rest of the work dir)."""
     out = []
     for d in env.get("PATH", "").split(":"):
         p = Path(d)
-        if p.is_absolute() and p.is_dir() and str(p) not in ("/", "/root", "/home") \
-                and not p.is_relative_to("/usr") and str(p) not in \
-                (f"/{t}" for t in TOP) and str(p) not in out:
+        if p.is_absolute() and p.is_dir() and str(p) not in NOT_ON_PATH \
+                and not p.is_relative_to("/usr") and not tree.is_relative_to(p) \
+                and str(p) not in (f"/{t}" for t in TOP) and str(p) not in out:
             out.append(str(p))
     return [x for d in out for x in ("--ro-bind", d, d)]
 
