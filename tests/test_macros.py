@@ -17,6 +17,7 @@ import pytest
 from bench.measure import macros
 from plots import flame
 from plots import macros as pmacros
+from kbuild import sandbox
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests/data/macros"
@@ -267,10 +268,11 @@ def test_opaque_text_keeps_parameters_and_line_numbers():
     assert macros.opaque_text(text, "F", 4) is None
 
 
-def test_counterfactual_by_hand(tmp_path):
+def test_counterfactual_by_hand(tmp_path, monkeypatch):
     """QUAD made opaque: " return __kx_opaque_QUAD(y);" counts 28, so 18 of
     the 46 bytes go, not QUAD's 38 inclusive: the call keeps 20. TWICE
     made opaque: two calls with 17-character names, 54 bytes, 8 more."""
+    monkeypatch.setenv(sandbox.ENV, "0")   # a fixture outside a tree: run bare
     tree = tmp_path / "tree"
     (tree / "inc").mkdir(parents=True)
     (tree / "kb").mkdir()
@@ -306,9 +308,10 @@ def test_changes_follow_a_macro_whose_definition_moved():
     assert macros.changes(a, b, "inclusive_bytes") == [("min3", 47_886_644, 42_503)]
 
 
-def test_counterfactual_uses_the_definition_the_line_used(tmp_path):
+def test_counterfactual_uses_the_definition_the_line_used(tmp_path, monkeypatch):
     """W is defined in a.h, then #undef'd and defined again in b.h; the
     line uses b.h's: that one is made opaque, and it removes bytes."""
+    monkeypatch.setenv(sandbox.ENV, "0")   # a fixture outside a tree: run bare
     tree = tmp_path / "tree"
     (tree / "inc").mkdir(parents=True)
     (tree / "kb").mkdir()

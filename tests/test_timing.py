@@ -17,10 +17,20 @@ import pytest
 from bench import results
 from bench.measure import cost, icount, timing
 from bench.measure.cache import COST_VERSION, TIMING_VERSION, Cache
+from kbuild import sandbox
 from kbuild.util import KexpandError
 
 HYPERFINE = shutil.which("hyperfine")
 
+
+
+@pytest.fixture(autouse=True)
+def _bare(monkeypatch):
+    """These tests drive hyperfine, the counters and the scan's plumbing
+    with stand-ins and fixtures outside a tree (a fake hyperfine on PATH,
+    programs in the test's dir): they run without the sandbox, which
+    tests/test_sandbox.py and the integration tests cover."""
+    monkeypatch.setenv(sandbox.ENV, "0")
 
 def test_hyperfine_is_installed():
     assert HYPERFINE, ("hyperfine is not on PATH: it times every run "
@@ -294,7 +304,7 @@ def test_a_count_past_its_limit_is_killed_and_not_counted(tmp_path):
 def test_count_one_reports_a_timeout_and_caches_nothing(tmp_path, monkeypatch):
     seen = {}
 
-    def hung(argv, cwd, cc, timeout=None):
+    def hung(argv, cwd, cc, timeout=None, rw=()):
         seen["limit"] = timeout
         raise timing.TimedOut(f"not counted: the count was killed after "
                               f"{timeout.seconds:g} s, its limit ({timeout.rule})")

@@ -11,7 +11,7 @@ import pytest
 from bench import results
 from bench.cmd import bench as stages
 from bench.measure import timing
-from kbuild import kcmd, settings
+from kbuild import kcmd, sandbox, settings
 from kbuild.util import KexpandError
 from plots import page
 from test_faults import fake, kx  # noqa: F401  (the fake tree and CLI runner)
@@ -607,11 +607,12 @@ def test_scan_input_key_follows_the_dependency_list(tmp_path):
     assert key() is None                     # no dependency list: always measured
 
 
-def test_scan_measures_a_file_built_twice_once_with_its_own_object(tmp_path):
+def test_scan_measures_a_file_built_twice_once_with_its_own_object(tmp_path, monkeypatch):
     """6.1's defconfig compiles lib/ctype.c twice (lib/ctype.o, and the EFI
     stub's lib-ctype.o with other flags): compile_commands.json lists it
     twice. The scan keeps one entry per C file, the command of the object
     beside it, whichever order the generator wrote them in."""
+    monkeypatch.setenv(sandbox.ENV, "0")   # a fixture outside a tree: run bare
     from bench.measure import scanfiles as scan
     tree = tmp_path / "tree"
     bdir = tree / "kb-aaaaaaaaaaaa-gcc"

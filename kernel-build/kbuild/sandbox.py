@@ -49,8 +49,10 @@ ETC = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd",
        "group", "nsswitch.conf", "localtime", "timezone", "os-release",
        "debian_version", "perl", "python3", "python3.11")
 TOP = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-KEEP = {"PATH", "LANG", "LANGUAGE", "TZ", "PWD", "SOURCE_DATE_EPOCH"}
-KEEP_PREFIX = ("LC_", "KBUILD_", "KEXPAND_RUN", "KX_ICOUNT_", "KX_QEMU", "FAKE_")
+KEEP = {"PATH", "LANG", "LANGUAGE", "TZ", "PWD", "SOURCE_DATE_EPOCH", "ARCH",
+        "CROSS_COMPILE", "LLVM"}
+KEEP_PREFIX = ("LC_", "KBUILD_", "KCONFIG_", "KEXPAND_RUN", "KX_ICOUNT_", "KX_QEMU",
+               "FAKE_")
 # kexpand's own tools and the case data (config fragments): read-only
 OWN_RO = (REPO / "bench" / "tools", REPO / "cases", REPO / "kernel-build")
 
@@ -103,7 +105,7 @@ READ_CAP = 16 << 20
 
 def tree_file(bdir, rel):
     """The file `rel` (relative to build dir bdir, as a line marker names
-    it) if it is a regular file inside bdir's tree, else None. What a
+    it) if it is a regular file inside bdir's tree (its parent), else None. What a
     build or a patch names (#line "/root/.ssh/id_rsa", a symlink out of
     the tree, a fifo) is read by kexpand outside the sandbox: only the
     tree's own files are."""
@@ -111,7 +113,7 @@ def tree_file(bdir, rel):
         return None
     try:
         p = (Path(bdir) / rel).resolve()
-        ok = p.is_relative_to(_tree_of(bdir)) and p.is_file() and \
+        ok = p.is_relative_to(Path(bdir).resolve().parent) and p.is_file() and \
             p.stat().st_size <= READ_CAP
     except (OSError, RuntimeError):
         return None
