@@ -22,7 +22,7 @@ PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 # Their text reaches the programs as typed: make does not expand a '$' in
 # them ($(shell ...) in A= runs nothing) and the shell never sees them.
 KX_VARS := A B FILE FILES GOOD BAD KERNEL POINTS CASE RUNS JOBS BOOT_TIMEOUT ICOUNT_CAP \
-           THRESHOLD NO_TIME NO_BOOT NO_MACROS WRITE_FOCUS CONFIG KCONFIG KEXPAND_WORK KEXPAND_RESULTS \
+           THRESHOLD TOTAL_THRESHOLD NO_TIME NO_BOOT NO_MACROS WRITE_FOCUS CONFIG KCONFIG KEXPAND_WORK KEXPAND_RESULTS \
            DASK_SCHEDULER POINT N PATCHES BASE NAME RANGE EVERY SCAN MAX_COMMITS FULL_BUILD \
            SANDBOX E_TIME_LIMIT E_MEM_LIMIT DASK_TLS_CA DASK_TLS_CERT DASK_TLS_KEY DASK_INSECURE
 # The names of every variable on the command line, so that a misspelt one

@@ -50,7 +50,7 @@ def parser():
                  "config", "kconfig"],
         "sweep": ["file", "point", "n", "config"],
         "check": ["patches", "base", "a", "b", "kernel", "cc", "config", "kconfig",
-                  "threshold", "no_macros", "name", "full_build"],
+                  "threshold", "total_threshold", "no_macros", "name", "full_build"],
         "track": ["range", "every", "kernel", "files", "cc", "config", "kconfig",
                   "scan", "name", "no_macros", "max_commits"],
         "analyzer-bench": ["repeat"],

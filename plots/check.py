@@ -63,6 +63,31 @@ def failure_lines(rows):
     return out
 
 
+def whole_builds(rec):
+    """[(compiler, whole-build entry)] of the record (older records: none)."""
+    return [(cc, d["whole_build"]) for cc, d in rec["results"].items() if d.get("whole_build")]
+
+
+def build_regressions(rec):
+    return [(cc, w) for cc, w in whole_builds(rec) if w["verdict"] == "regression"]
+
+
+def whole_line(w):
+    """'+2.45% (1,534,064,918 -> 1,571,646,248 B, 671 of 734 files grew)'."""
+    return (f"{pct2(w['change'])} ({n(w['bytes_base'])} -> {n(w['bytes_tip'])} B, "
+            f"{w['files_grown']} of {n(w.get('files_tip'))} files grew)")
+
+
+def pct2(change):
+    return "n/a" if change is None else f"{change:+.2%}"
+
+
+def leads_whole(rec):
+    """The report leads with the whole build (its growth is spread: no
+    single file made half of it), not with a file."""
+    return any(w.get("leads") == "whole build" for _, w in build_regressions(rec))
+
+
 def improvements(rec):
     out = [(cc, r) for cc, d in rec["results"].items() for r in d["improvements"]]
     return sorted(out, key=lambda x: x[1]["growth_bytes"] or 0)
@@ -78,6 +103,11 @@ def subject(rec):
         more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
         return (f"[kexpand] {r['file']}: -E fails at the tip ({r.get('reason_tip')})"
                 f"{more} with {what}")
+    if leads_whole(rec) or (build_regressions(rec) and not regs):
+        cc, w = build_regressions(rec)[0]
+        more = f", {len(regs)} file(s) over the threshold" if regs else ""
+        return (f"[kexpand] whole build: -E {pct2(w['change'])} in {w['files_grown']} "
+                f"files{more} with {what}")
     if not regs:
         return f"[kexpand] no expansion regression in {what}"
     cc, r = regs[0]
@@ -104,7 +134,14 @@ def header(rec):
         lines.append(measured(d["scan_base"], d["scan_tip"])
                      + (f" ({cc})" if len(rec["results"]) > 1 else ""))
     lines.append(f"          threshold +{t['ratio'] - 1:.0%} and "
-                 f"{t['min_growth_bytes'] // 1024} KiB")
+                 f"{t['min_growth_bytes'] // 1024} KiB per file"
+                 + ("," if t.get("total_ratio") else ""))
+    if t.get("total_ratio"):
+        lines.append(f"          +{t['total_ratio'] - 1:.1%} and "
+                     f"{t['total_min_growth_bytes'] // 1024} KiB for the whole build")
+    for cc, w in whole_builds(rec):
+        lines += textwrap.wrap(f"whole build{f' ({cc})' if len(rec['results']) > 1 else ''}: "
+                               f"{whole_line(w)}", WIDTH, subsequent_indent=" " * 10)
     lines.append(f"tip path: {'full build' if rec['path'] == 'full' else 'make prepare and the base commands'}"
                  + (f" ({short(rec['path_reason'], 40)})" if rec.get("path_reason") else ""))
     return lines
@@ -120,9 +157,13 @@ def measured(base, tip):
     return f"measured: {side(base)} C files at base, {side(tip)} at tip"
 
 
-def table(rows):
+def table(rows, builds=()):
+    """The base | %change | tip table; `builds`: whole-build rows first."""
     out = ["            base         %change             tip",
            "---------------- --------------- ----------------"]
+    for cc, w in builds:
+        nums = f"{w['bytes_base']:>16,} {pct2(w['change']):>15} {w['bytes_tip']:>16,}  "
+        out.append(nums + "whole build" + (f" ({cc})" if cc != "gcc" else ""))
     for cc, r in rows:
         nums = f"{r['bytes_base']:>16,} {pct(r['change']):>15} {r['bytes_tip']:>16,}  "
         out += under(nums, r["file"] + (f" ({cc})" if cc != "gcc" else ""))
@@ -200,7 +241,16 @@ def report_txt(rec):
     out = textwrap.wrap(f"Subject: {subject(rec)}", WIDTH, subsequent_indent=" ",
                         break_on_hyphens=False, break_long_words=False)
     out += ["", "Hello,", ""]
-    if regs:
+    builds = build_regressions(rec)
+    if builds and (leads_whole(rec) or not regs):
+        cc, w = builds[0]
+        out += textwrap.wrap(
+            f"kexpand noticed a {pct2(w['change'])} regression of the preprocessed size "
+            f"(-E bytes) of the whole build, spread over {w['files_grown']} files"
+            + (f" ({len(regs)} of them over the per-file threshold)" if regs else
+               " (none over the per-file threshold)")
+            + " with this series:", WIDTH)
+    elif regs:
         cc, r = regs[0]
         out += textwrap.wrap(
             f"kexpand noticed a {pct(r['change'])} regression of the preprocessed "
@@ -220,8 +270,8 @@ def report_txt(rec):
     out += [""] + header(rec) + [""]
     if failed:
         out += failure_lines(failed) + [""]
-    if regs:
-        out += table(regs) + [""]
+    if regs or builds:
+        out += table(regs, builds) + [""]
     if better:
         out.append("improvements (not regressions):")
         out += table(better[:10]) + [""]
@@ -276,9 +326,13 @@ def report_md(rec):
            f"**{subject(rec)[10:]}**", "", "```", *header(rec), "```", ""]
     if failed:
         out += ["```", *failure_lines(failed), "```", ""]
-    if regs:
+    builds = build_regressions(rec)
+    if regs or builds:
         out += ["| file | compiler | base bytes | change | tip bytes | grew most at |",
                 "|---|---|---:|---:|---:|---|"]
+        for cc, w in builds:
+            out.append(f"| **whole build** ({w['files_grown']} files grew) | {cc} | "
+                       f"{n(w['bytes_base'])} | {pct2(w['change'])} | {n(w['bytes_tip'])} | |")
         for cc, r in regs:
             g = r.get("grew_most") or {}
             out.append(f"| `{r['file']}` | {cc} | {n(r['bytes_base'])} | {pct(r['change'])} "

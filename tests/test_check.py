@@ -126,9 +126,64 @@ def test_a_comment_only_series_is_exit_0(fake, tmp_path):
 def test_threshold_decides(fake, tmp_path):
     base, env = fake
     mbox = series_mbox(tmp_path / "v2.mbox", BAD_SERIES)
-    assert code(check(env, PATCHES=mbox, BASE="before", THRESHOLD="100000%")) == 0
+    p = check(env, PATCHES=mbox, BASE="before", THRESHOLD="100000%",
+              TOTAL_THRESHOLD="100000%")
+    assert code(p) == 0, out(p)
+    # the file rule off, the whole build's still fires: setup.c's growth
+    # is the build's
+    p = check(env, PATCHES=mbox, BASE="before", THRESHOLD="100000%", NAME="total")
+    assert code(p) == 1 and "REGRESSION whole build (gcc)" in p.stdout, out(p)
+    rec = json.loads((base / "results/check/total/check.json").read_text())
+    assert rec["rules"] == ["whole build"] and not rec["results"]["gcc"]["regressions"]
     p = check(env, PATCHES=mbox, BASE="before", THRESHOLD="ten")
     assert code(p) == 2 and "THRESHOLD=" in errors(p), out(p)
+    p = check(env, PATCHES=mbox, BASE="before", TOTAL_THRESHOLD="-1%")
+    assert code(p) == 2 and "TOTAL_THRESHOLD=" in errors(p), out(p)
+
+
+HELPERS = 80    # static inline helpers a macro of minmax.h defines: ~14 kB per file
+
+
+def spread_diff():
+    """minmax.h gains a macro that defines typed helpers, used HELPERS
+    times: every file that includes it grows by less than 16 KiB."""
+    uses = "".join(f"+__DEFINE_CLAMP(unsigned long, ul{i})\n" for i in range(HELPERS))
+    return ("diff --git a/include/linux/minmax.h b/include/linux/minmax.h\n"
+            "--- a/include/linux/minmax.h\n+++ b/include/linux/minmax.h\n"
+            f"@@ -7,4 +7,{6 + HELPERS} @@\n"
+            " #define max(x, y)\t__cmp(x, y, >)\n"
+            " #define min3(x, y, z)\tmin((typeof(x))min(x, y), z)\n"
+            "+#define __DEFINE_CLAMP(t, n) static inline t clamp_##n(t v, t lo, t hi) "
+            "{ return min(max(v, lo), hi); }\n"
+            f"+\n{uses}"
+            " \n"
+            " #endif")
+
+
+def test_a_spread_under_16_kib_per_file_is_the_whole_build_rule(fake, tmp_path):
+    """No file grows by 16 KiB, so no per-file rule can flag the series;
+    the whole build grows past TOTAL_THRESHOLD and its floor: exit 1, and
+    the report leads with the whole build."""
+    base, env = fake
+    mbox = series_mbox(tmp_path / "s.mbox", [("minmax: typed clamp helpers", spread_diff())])
+    p = check(env, PATCHES=mbox, BASE="before")
+    assert code(p) == 1, out(p)
+    [d] = (base / "results/check").iterdir()
+    rec = json.loads((d / "check.json").read_text())
+    g = rec["results"]["gcc"]
+    assert rec["rules"] == ["whole build"] and g["rules"] == ["whole build"]
+    assert g["regressions"] == []
+    w = g["whole_build"]
+    assert w["verdict"] == "regression" and w["files_grown"] == 2 and w["leads"] == "whole build"
+    assert 16 * 1024 < w["growth_bytes"] < 2 * 16 * 1024, w
+    assert w["bytes_tip"] - w["bytes_base"] == w["growth_bytes"] == w["grown_bytes"]
+    txt = (d / "report.txt").read_text()
+    assert txt.startswith("Subject: [kexpand] whole build: -E +"), txt
+    assert "whole build" in txt.split("----------------")[-1].splitlines()[1], txt
+    assert "whole build:" in txt
+    # above the whole-build threshold it is not a regression
+    p = check(env, PATCHES=mbox, BASE="before", TOTAL_THRESHOLD="1000000%", NAME="hi")
+    assert code(p) == 0, out(p)
 
 
 def test_a_patch_that_does_not_apply_is_exit_3_naming_it(fake, tmp_path):

@@ -330,7 +330,8 @@ def test_check_fast_path_equals_the_full_build(env):
                        if p.name[:4] in LAIGHT_V4)
     p = subprocess.run(["make", "-s", "-C", str(REPO), "check", f"PATCHES={patches}",
                         "BASE=pre-6.7", "CC=gcc", "NO_MACROS=1", "ICOUNT_CAP=0",
-                        "FULL_BUILD=1", "NAME=full", "THRESHOLD=1000000%"],
+                        "FULL_BUILD=1", "NAME=full", "THRESHOLD=1000000%",
+                        "TOTAL_THRESHOLD=1000000%"],
                        env=e, capture_output=True, text=True, timeout=3000)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "the tip gets a full build: FULL_BUILD=1" in p.stderr

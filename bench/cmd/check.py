@@ -48,6 +48,8 @@ def plan(req, case):
     posted = mbox.read_series(req.patches) if req.patches else None
     say_skipped(posted)
     ratio = parse_growth(req.threshold) if req.threshold else sc.DEFAULT_RATIO
+    total = parse_growth(req.total_threshold, "TOTAL_THRESHOLD") if req.total_threshold \
+        else sc.DEFAULT_TOTAL_RATIO
     base_ref = req.a or req.base or ("HEAD" if req.kernel else "packaged")
     name = req.name or (posted.slug if posted else
                         f"{results.safe_name(req.a)}..{results.safe_name(req.b)}")
@@ -59,7 +61,7 @@ def plan(req, case):
     out = req.results / "check" / (results.safe_name(name) + results.identity_tag(
         req, files=False))
     results.claim_dir(out, ident)
-    return posted, ratio, base_ref, name, out, ident
+    return posted, (ratio, total), base_ref, name, out, ident
 
 
 def say_skipped(posted):
@@ -100,7 +102,7 @@ def series_commits(req, tree, repo, posted, base, name):
 
 
 def cmd_check(req, case):
-    posted, ratio, base_ref, name, out, ident = plan(req, case)
+    posted, (ratio, total), base_ref, name, out, ident = plan(req, case)
     cc_list = req.compilers if req.compilers_given else ["gcc"]
     t0 = time.monotonic()
     with workdir.lock(req.work):
@@ -120,27 +122,37 @@ def cmd_check(req, case):
         with dist.client(req) as client:
             for cc in cc_list:
                 per_cc[cc] = check_compiler(req, case, tree, client, config, base, commits,
-                                            cc, reason is not None, ratio, base_ref)
+                                            cc, reason is not None, (ratio, total),
+                                            base_ref)
         rec = record(req, name, posted, base_ref, base, commits, repo, package, config,
-                     per_cc, ratio, reason, ident, time.monotonic() - t0)
+                     per_cc, (ratio, total), reason, ident, time.monotonic() - t0)
         atomic_write_json(out / "check.json", rec)
         atomic_write(out / "check.csv", results.csv_text(CHECK_COLUMNS, [
             dict(r, compiler=cc) for cc, d in per_cc.items() for r in d["rows"]]))
     flagged = [(cc, r) for cc, d in per_cc.items() for r in d["regressions"]]
     failed = [(cc, r) for cc, d in per_cc.items() for r in d["failures"]]
+    builds = [(cc, d["whole_build"]) for cc, d in per_cc.items()
+              if d["whole_build"]["verdict"] == "regression"]
+    for cc, w in builds:
+        print(f"REGRESSION whole build ({cc}): {w['bytes_base']:,} -> {w['bytes_tip']:,} "
+              f"bytes ({w['change']:+.2%}; {w['files_grown']} file(s) grew)")
     for cc, r in flagged:
         print(f"REGRESSION {r['file']} ({cc}): {r['bytes_base']:,} -> {r['bytes_tip']:,} "
               f"bytes ({r['change']:+.1%})")
     for cc, r in failed:
         print(f"REGRESSION {r['file']} ({cc}): preprocesses at the base, fails at the "
               f"tip ({r['reason_tip']}): {r['error_tip']}")
-    print(f"{len(flagged)} regression(s) over {ratio - 1:.0%}"
+    print(f"{len(flagged)} file regression(s) over {ratio - 1:.0%}"
           + (f", {len(failed)} file(s) failing at the tip" if failed else "")
+          + "; whole build " + "; ".join(
+              f"{d['whole_build']['change'] or 0:+.2%}" + (f" ({cc})" if len(per_cc) > 1 else "")
+              for cc, d in per_cc.items())
+          + (" (over " if builds else " (threshold ") + f"{total - 1:.1%})"
           + f"; report: {out}")
-    return EXIT_REGRESSION if flagged or failed else 0
+    return EXIT_REGRESSION if flagged or failed or builds else 0
 
 
-def check_compiler(req, case, tree, client, config, base, commits, cc, full, ratio,
+def check_compiler(req, case, tree, client, config, base, commits, cc, full, ratios,
                    base_ref):
     """Base and tip of one compiler, then the details of what regressed."""
     cache = Cache(req.work)
@@ -168,7 +180,9 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
         scan_tip["build"] = b.info if full else {"prepare_s": round(b.seconds, 1)}
         if sc.scanfiles.cacheable(scan_tip):
             cache.put(key, scan_tip)
+    ratio, total = ratios
     rows = sc.compare(scan_base, scan_tip, ratio)
+    whole = sc.whole_build(scan_base, scan_tip, rows, total)
     regs = [r for r in rows if r["verdict"] == "regression"]
     better = [r for r in rows if r["verdict"] == "improvement"]
     # built and preprocessed at the base, fails at the tip (an #error, the
@@ -177,7 +191,9 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
     log(f"{cc}: {len(rows)} files, {sum(r['verdict'] != 'same' for r in rows)} changed, "
         f"{len(regs)} over the threshold, {len(failures)} failing at the tip, "
         f"{len(better)} improved "
-        f"({scan_tip['n_reused']} unchanged since measured)")
+        f"({scan_tip['n_reused']} unchanged since measured); whole build "
+        f"{whole['bytes_base']:,} -> {whole['bytes_tip']:,} bytes "
+        f"({whole['change'] or 0:+.3%}, {whole['verdict']})")
     if regs:         # the details, cached: the same series again costs nothing
         dkey = cache.check_key(base, [c for _, _, c in commits], cc, ccver, chash,
                                "full" if full else "fast", [r["file"] for r in regs])
@@ -189,6 +205,7 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
             explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cache)
             cache.put(dkey, {"regressions": regs})
     return {"rows": rows, "regressions": regs, "improvements": better, "failures": failures,
+            "whole_build": dict(whole, leads=sc.leads(whole, regs)),
             "scan_base": _scan_meta(scan_base, fresh["base"]),
             "scan_tip": _scan_meta(scan_tip, fresh["tip"]),
             "compiler_version": ccver}
@@ -207,9 +224,18 @@ def _scan_meta(s, fresh):
                 sum_file_seconds=s.get("measured_seconds", 0.0) if fresh else 0.0)
 
 
+def rules(d):
+    """The rules that fired for one compiler: 'file' (a file grew past
+    THRESHOLD), 'whole build' (TOTAL_THRESHOLD), 'tip failure'."""
+    return [name for name, fired in (("file", d["regressions"]),
+                                     ("whole build", d["whole_build"]["verdict"] == "regression"),
+                                     ("tip failure", d["failures"])) if fired]
+
+
 def record(req, name, posted, base_ref, base, commits, repo, package, config, per_cc,
-           ratio, reason, ident, seconds):
+           ratios, reason, ident, seconds):
     """check.json (README, "make check results")."""
+    ratio, total = ratios
     pre = {p.subject: p.prefix.text for p in posted.patches} if posted else {}
     n = len(commits)
     return {
@@ -226,12 +252,15 @@ def record(req, name, posted, base_ref, base, commits, repo, package, config, pe
         "config": config.describe(),
         "compilers": {cc: d["compiler_version"] for cc, d in per_cc.items()},
         "threshold": {"ratio": ratio, "given": req.threshold,
-                      "min_growth_bytes": sc.MIN_GROWTH},
+                      "min_growth_bytes": sc.MIN_GROWTH,
+                      "total_ratio": total, "total_given": req.total_threshold,
+                      "total_min_growth_bytes": sc.TOTAL_MIN_GROWTH},
         "path": "full" if reason else "fast", "path_reason": reason,
-        "verdict": "regression" if any(d["regressions"] or d["failures"]
-                                       for d in per_cc.values()) else "ok",
-        "results": {cc: {k: d[k] for k in ("regressions", "improvements", "failures",
-                                           "scan_base", "scan_tip")}
+        "verdict": "regression" if any(rules(d) for d in per_cc.values()) else "ok",
+        "rules": sorted({r for d in per_cc.values() for r in rules(d)}),
+        "results": {cc: dict({k: d[k] for k in ("regressions", "improvements", "failures",
+                                                "whole_build", "scan_base", "scan_tip")},
+                             rules=rules(d))
                     for cc, d in per_cc.items()},
         "seconds": round(seconds, 1), "split_s": {k: round(v, 1) for k, v in
                                                   req.split.report()[1].items()},

@@ -117,6 +117,7 @@ def make_command(req):
                      ("BASE", req.base), ("NAME", req.name),
                      ("FILE", req.file), ("GOOD", req.good), ("BAD", req.bad),
                      ("THRESHOLD", req.threshold),
+                     ("TOTAL_THRESHOLD", req.total_threshold),
                      ("FILES", " ".join(req.files) or None),
                      ("CC", "both" if req.compilers_given and len(req.compilers) > 1
                       else (req.compilers[0] if req.compilers_given else None)),

@@ -25,6 +25,17 @@ from .expansion import measure_file
 # whatever its ratio (a 10 kB file that grows 20%)
 MIN_GROWTH = 16 * 1024
 DEFAULT_RATIO = 1.10        # THRESHOLD=10%
+# The whole build (every C file's -E bytes summed) regresses when it grows
+# by more than TOTAL_THRESHOLD and TOTAL_MIN_GROWTH. 0.5%, calibrated on
+# the 6.1 tree with the case's tinyconfig + fragment (1.29 GB over 701
+# files): Laight's v4 is +5.0% (defconfig +2.3%), a macro spread over
+# minmax.h's includers +2.5% (6.12), while a new C file of the median
+# size (2.0 MB) is +0.16%, and one as large as the largest (4.3 MB)
+# +0.33%. Over 701 files, 0.5% is 9.2 kB per file: a spread that no
+# per-file rule (16 KiB) can see. The whole build, like a file, never
+# regresses by less than MIN_GROWTH (a small tree or config).
+DEFAULT_TOTAL_RATIO = 1.005  # TOTAL_THRESHOLD=0.5%
+TOTAL_MIN_GROWTH = MIN_GROWTH
 COUNT_TOP = 3               # -c instruction counts for the worst files
 # what a series may change and keep the base's compile commands
 FULL_BUILD = re.compile(
@@ -53,6 +64,42 @@ def verdict(bytes_base, bytes_tip, ratio):
     if bytes_base - bytes_tip >= MIN_GROWTH and bytes_base > bytes_tip * ratio:
         return "improvement"
     return "changed"
+
+
+def whole_build(scan_base, scan_tip, rows, total_ratio):
+    """The whole build's -E bytes (every file that preprocessed, summed)
+    at base and tip, its change and verdict (the files' own rule, with
+    TOTAL_THRESHOLD and TOTAL_MIN_GROWTH), and how the change is spread:
+    how many files grew or shrank, and the largest single file's share."""
+    a, b = scan_base["total_bytes"], scan_tip["total_bytes"]
+    grown = [r for r in rows if (r["growth_bytes"] or 0) > 0]
+    shrunk = [r for r in rows if (r["growth_bytes"] or 0) < 0]
+    if b == a:
+        v = "same"
+    elif b - a >= TOTAL_MIN_GROWTH and b > a * total_ratio:
+        v = "regression"
+    elif a - b >= TOTAL_MIN_GROWTH and a > b * total_ratio:
+        v = "improvement"
+    else:
+        v = "changed"
+    top = max(grown, key=lambda r: r["growth_bytes"], default=None)
+    return {"bytes_base": a, "bytes_tip": b, "growth_bytes": b - a,
+            "change": round(b / a - 1, 6) if a else None, "verdict": v,
+            "files_base": scan_base.get("n_ok"), "files_tip": scan_tip.get("n_ok"),
+            "files_grown": len(grown), "files_shrunk": len(shrunk),
+            "grown_bytes": sum(r["growth_bytes"] for r in grown),
+            "largest_file": top and {"file": top["file"], "growth_bytes": top["growth_bytes"]}}
+
+
+def leads(whole, regs):
+    """Which finding a report leads with: 'file' when a file regressed and
+    the worst file alone made at least half of the build's growth (one
+    blown-up statement, as Laight's v4 in setup.c), 'whole build' when the
+    whole-build rule fired and the growth is spread, else None."""
+    if regs and (whole["verdict"] != "regression" or
+                 (regs[0]["growth_bytes"] or 0) * 2 >= whole["growth_bytes"]):
+        return "file"
+    return "whole build" if whole["verdict"] == "regression" else None
 
 
 def compare(scan_base, scan_tip, ratio):

@@ -6,8 +6,8 @@ KEXPAND_WORK, and KX_DASK_LOG, which the client sets for it).
 
 Environment (README, "Variables"): KEXPAND_WORK, KEXPAND_RESULTS,
 KEXPAND_CASES, KEXPAND_TARBALL, CASE, POINTS, FILES, KX_CC (make's CC=
-from the command line), KERNEL, A, B, FILE, GOOD, BAD, THRESHOLD, RUNS,
-JOBS, BOOT_TIMEOUT, ICOUNT_CAP, E_TIME_LIMIT, E_MEM_LIMIT, DASK_SCHEDULER,
+from the command line), KERNEL, A, B, FILE, GOOD, BAD, THRESHOLD,
+TOTAL_THRESHOLD, RUNS, JOBS, BOOT_TIMEOUT, ICOUNT_CAP, E_TIME_LIMIT, E_MEM_LIMIT, DASK_SCHEDULER,
 DASK_TLS_CA, DASK_TLS_CERT, DASK_TLS_KEY, DASK_INSECURE, POINT, N, NO_TIME,
 NO_BOOT, NO_MACROS, WRITE_FOCUS."""
 import math
@@ -55,6 +55,7 @@ class Request:
     good: str | None = None
     bad: str | None = None
     threshold: str | None = None
+    total_threshold: str | None = None   # TOTAL_THRESHOLD= (make check)
     config_base: str = "tinyconfig"   # CONFIG=
     kconfig: Path | None = None       # KCONFIG=: a user's .config
     no_time: bool = False
@@ -112,18 +113,18 @@ def parse_threshold(s):
                        "THRESHOLD=20MB) or a ratio of GOOD's bytes (THRESHOLD=2x)")
 
 
-def parse_growth(s):
-    """THRESHOLD of make check: the growth of a file's -E bytes that makes a
-    regression, as a ratio ('1.2x') or a percentage ('20%', '+20%').
-    Returns the ratio (> 1)."""
+def parse_growth(s, var="THRESHOLD"):
+    """THRESHOLD (TOTAL_THRESHOLD) of make check: the growth of a file's
+    (the whole build's) -E bytes that makes a regression, as a ratio
+    ('1.2x') or a percentage ('20%', '+20%', '0.5%'). Returns the ratio (> 1)."""
     m = re.fullmatch(r"\s*\+?([0-9]+(?:\.[0-9]+)?)\s*(x|%)\s*", s or "", re.I)
     if m:
         v = float(m.group(1))
         r = v if m.group(2).lower() == "x" else 1 + v / 100
         if math.isfinite(r) and 1 < r < 1e6:
             return r
-    raise KexpandError(f"THRESHOLD={s!r}: give the growth that makes a regression, "
-                       "as a percentage (THRESHOLD=20%) or a ratio (THRESHOLD=1.2x)")
+    raise KexpandError(f"{var}={s!r}: give the growth that makes a regression, "
+                       f"as a percentage ({var}=20%) or a ratio ({var}=1.2x)")
 
 
 def check_path_setting(name, path):
@@ -270,6 +271,9 @@ def _numbers(req, get, args):
     req.threshold = get("threshold", "THRESHOLD")
     if req.threshold is not None:
         (parse_growth if req.command == "check" else parse_threshold)(req.threshold)
+    req.total_threshold = get("total_threshold", "TOTAL_THRESHOLD")
+    if req.total_threshold is not None:
+        parse_growth(req.total_threshold, "TOTAL_THRESHOLD")
     e = get("every", "EVERY")
     req.every = parse_int("EVERY", e, 1, 100000, 10) if e is not None else 1
     m = get("max_commits", "MAX_COMMITS")
