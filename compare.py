@@ -33,6 +33,8 @@ from kbuild.util import (KexpandError, log,  # noqa: E402
 from plots import macros, page, regression, tables    # noqa: E402
 from plots import check as check_report                # noqa: E402
 from plots import sweep as sweep_report                # noqa: E402
+from plots import headers as headers_report            # noqa: E402
+from bench.measure import headers as hdr               # noqa: E402
 from plots import trackpage                            # noqa: E402
 from plots.tables import ok                            # noqa: E402
 
@@ -179,6 +181,13 @@ def write_scan_report(results, outdir):
         raise KexpandError(f"{outdir}: the scan records of A and B are missing "
                            f"under {results}: run 'make scan A=... B=...' again")
     bench.results.write_report(outdir / "ranking.md", tables.ranking_markdown(pair, rows, sa, sb))
+    if sa.get("headers") and sb.get("headers"):
+        a, b = pair["a"]["ref"], pair["b"]["ref"]
+        md = [f"# Bytes by header, {a} .. {b} ({pair.get('compiler')})", ""]
+        md += headers_report.growth_markdown(hdr.diff(sa["headers"], sb["headers"], top=30),
+                                             f"{a} -> {b}")
+        md += headers_report.build_markdown(sb["headers"], b)
+        bench.results.write_report(outdir / "headers.md", "\n".join(md) + "\n")
     ratios = [r["growth_ratio"] for r in rows if r["growth_ratio"]]
     if ratios:
         regression.growth_histogram(

@@ -88,6 +88,46 @@ def leads_whole(rec):
     return any(w.get("leads") == "whole build" for _, w in build_regressions(rec))
 
 
+def signed(v):
+    return "-" if v is None else f"{v:+,}"
+
+
+def status(r):
+    return f" ({r['status']})" if r["status"] else ""
+
+
+def header_lines(cc, w, multi):
+    """The whole build's change by header: the top header's growth spread
+    over the files, the headers and include entries that changed most."""
+    h = w.get("headers")
+    if not h:
+        return []
+    out, t = [], h.get("top")
+    tag = f" ({cc})" if multi else ""
+    if t:
+        out += textwrap.wrap(
+            f"{t['header']} own bytes {signed(t['per_file_median'])} B per file (median) "
+            f"in {t['files']:,} files = {signed(t['own_growth'])} B over the build{tag}; "
+            f"most in {t['file_most']} ({signed(t['file_most_bytes'])} B)", WIDTH)
+        out.append("")
+    rows = [r for r in h["headers"] if r["delta"]["own"]][:6]
+    if rows:
+        out.append(f"headers whose own bytes changed most over the build{tag}:")
+        for r in rows:
+            occ = (r["b"] or r["a"])["occurrences"]
+            out += [f"  {r['name']}{status(r)}",
+                    f"      {signed(r['delta']['own'])} B, in {occ:,} files"]
+    rows = [r for r in h["edges"] if r["delta"]["bytes_sole"] or r["status"]][:6]
+    if rows:
+        out.append("include entries that changed most (bytes of the files that get")
+        out.append(f"the header only through them){tag}:")
+        for r in rows:
+            files = (r["b"] or r["a"])["files"]
+            out += [f"  {r['name']}{status(r)}",
+                    f"      {signed(r['delta']['bytes_sole'])} B, in {files:,} files"]
+    return out + [""] if out else []
+
+
 def improvements(rec):
     out = [(cc, r) for cc, d in rec["results"].items() for r in d["improvements"]]
     return sorted(out, key=lambda x: x[1]["growth_bytes"] or 0)
@@ -272,11 +312,19 @@ def report_txt(rec):
         out += failure_lines(failed) + [""]
     if regs or builds:
         out += table(regs, builds) + [""]
+    for cc, w in builds:
+        out += header_lines(cc, w, len(rec["results"]) > 1)
     if better:
         out.append("improvements (not regressions):")
         out += table(better[:10]) + [""]
-    if regs:
+    witnesses = [(cc, w["witness"]) for cc, w in builds if w.get("witness")
+                 and w["witness"]["file"] not in {r["file"] for c, r in regs if c == cc}]
+    if regs or witnesses:
         out += ["Details are as below:", "-" * WIDTH, ""]
+        for cc, r in witnesses:
+            out += textwrap.wrap(f"where the whole build's top header grew most ({cc}):",
+                                 WIDTH)
+            out += details(cc, r) + [""]
         for cc, r in regs:
             out += details(cc, r) + [""]
     out += ["reproduce:"] + reproduce(rec["make_command"]) + [""]

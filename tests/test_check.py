@@ -177,10 +177,19 @@ def test_a_spread_under_16_kib_per_file_is_the_whole_build_rule(fake, tmp_path):
     assert w["verdict"] == "regression" and w["files_grown"] == 2 and w["leads"] == "whole build"
     assert 16 * 1024 < w["growth_bytes"] < 2 * 16 * 1024, w
     assert w["bytes_tip"] - w["bytes_base"] == w["growth_bytes"] == w["grown_bytes"]
+    # the header it comes from: minmax.h's own bytes grew in both files,
+    # by the same amount; the file where it grew most is explained
+    h = w["headers"]
+    assert h["top"]["header"] == "include/linux/minmax.h" and h["top"]["files"] == 2
+    assert h["headers"][0]["name"] == "include/linux/minmax.h"
+    assert h["headers"][0]["delta"]["own"] == w["growth_bytes"] == 2 * h["top"]["per_file_median"]
+    assert w["witness"]["file"] == h["top"]["file_most"]
+    assert any(m[0] == "__DEFINE_CLAMP" for m in w["witness"]["macros_grew"]), w["witness"]
     txt = (d / "report.txt").read_text()
     assert txt.startswith("Subject: [kexpand] whole build: -E +"), txt
     assert "whole build" in txt.split("----------------")[-1].splitlines()[1], txt
     assert "whole build:" in txt
+    assert "include/linux/minmax.h own bytes +" in txt and "__DEFINE_CLAMP" in txt, txt
     # above the whole-build threshold it is not a regression
     p = check(env, PATCHES=mbox, BASE="before", TOTAL_THRESHOLD="1000000%", NAME="hi")
     assert code(p) == 0, out(p)
@@ -273,3 +282,40 @@ def test_half_a_range_is_refused(fake, bad):
     k, v = bad.split("=")
     p = check(env, **{k: v})
     assert code(p) == 2, out(p)
+
+
+HEAVY = 600     # declarations in a new header: ~25 kB of -E output per file
+
+
+def heavy_diff():
+    """minmax.h gains an #include of a new, heavy header."""
+    decls = "".join(f"+extern unsigned long heavy_table_{i}[64];\n" for i in range(HEAVY))
+    return ("diff --git a/include/linux/minmax.h b/include/linux/minmax.h\n"
+            "--- a/include/linux/minmax.h\n+++ b/include/linux/minmax.h\n"
+            "@@ -3,2 +3,3 @@\n"
+            " #define _LINUX_MINMAX_H\n"
+            "+#include <linux/heavy.h>\n"
+            " \n"
+            "diff --git a/include/linux/heavy.h b/include/linux/heavy.h\n"
+            "new file mode 100644\n"
+            "--- /dev/null\n+++ b/include/linux/heavy.h\n"
+            f"@@ -0,0 +1,{HEAVY} @@\n{decls}")
+
+
+def test_a_new_include_of_a_heavy_header_is_named_with_its_bytes(fake, tmp_path):
+    base, env = fake
+    mbox = series_mbox(tmp_path / "h.mbox", [("minmax: include heavy.h", heavy_diff())])
+    p = check(env, PATCHES=mbox, BASE="before", THRESHOLD="100000%")
+    assert code(p) == 1, out(p)
+    [d] = (base / "results/check").iterdir()
+    rec = json.loads((d / "check.json").read_text())
+    w = rec["results"]["gcc"]["whole_build"]
+    edges = {r["name"]: r for r in w["headers"]["edges"]}
+    e = edges["include/linux/minmax.h:4 -> include/linux/heavy.h"]
+    assert e["status"] == "new" and e["b"]["files_sole"] == 2
+    heavy = next(r for r in w["headers"]["headers"] if r["name"] == "include/linux/heavy.h")
+    assert heavy["status"] == "new" and heavy["b"]["occurrences"] == 2
+    # the bytes the entry brings are the header's: all of the growth
+    assert e["delta"]["bytes_sole"] == heavy["delta"]["added"] == w["growth_bytes"] > 0
+    txt = (d / "report.txt").read_text()
+    assert "include/linux/minmax.h:4 -> include/linux/heavy.h" in txt, txt

@@ -178,11 +178,15 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
                 # FULL_BUILD=1 trusts nothing: every file measured again
                 reuse=None if req.full_build else (cache, cc, ccver), entries=entries)
         scan_tip["build"] = b.info if full else {"prepare_s": round(b.seconds, 1)}
-        if sc.scanfiles.cacheable(scan_tip):
-            cache.put(key, scan_tip)
+        sc.scanfiles.keep(cache, key, scan_tip)
     ratio, total = ratios
     rows = sc.compare(scan_base, scan_tip, ratio)
     whole = sc.whole_build(scan_base, scan_tip, rows, total)
+    whole["headers"] = sc.header_changes(
+        scan_base, scan_tip, sc.scanfiles.file_headers(cache, cache.scan_key(base, cc, ccver,
+                                                                              chash)),
+        sc.scanfiles.file_headers(cache, key))
+    whole["leads"] = sc.leads(whole, [r for r in rows if r["verdict"] == "regression"])
     regs = [r for r in rows if r["verdict"] == "regression"]
     better = [r for r in rows if r["verdict"] == "improvement"]
     # built and preprocessed at the base, fails at the tip (an #error, the
@@ -194,18 +198,33 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
         f"({scan_tip['n_reused']} unchanged since measured); whole build "
         f"{whole['bytes_base']:,} -> {whole['bytes_tip']:,} bytes "
         f"({whole['change'] or 0:+.3%}, {whole['verdict']})")
-    if regs:         # the details, cached: the same series again costs nothing
+    # a whole build that grew past its threshold is explained on the file
+    # where its top header grew most (the witness), as a file is
+    witness = None
+    top = (whole["headers"] or {}).get("top")
+    if whole["verdict"] == "regression" and top:
+        witness = next((r for r in rows if r["file"] == top["file_most"]), None)
+    explained = regs
+    if witness is not None and witness not in regs:
+        explained = [witness] + regs if whole["leads"] == "whole build" else regs + [witness]
+    if explained:    # the details, cached: the same series again costs nothing
         dkey = cache.check_key(base, [c for _, _, c in commits], cc, ccver, chash,
-                               "full" if full else "fast", [r["file"] for r in regs])
+                               "full" if full else "fast", [r["file"] for r in explained])
         got = cache.get(dkey)
-        if got and isinstance(got.get("regressions"), list) and \
-                [r["file"] for r in got["regressions"]] == [r["file"] for r in regs]:
-            regs = got["regressions"]
+        if got and isinstance(got.get("explained"), list) and \
+                [r["file"] for r in got["explained"]] == [r["file"] for r in explained]:
+            explained = got["explained"]
         else:
-            explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cache)
-            cache.put(dkey, {"regressions": regs})
+            explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, explained,
+                    cache)
+            cache.put(dkey, {"explained": explained})
+        by = {r["file"]: r for r in explained}
+        regs = [by[r["file"]] for r in regs]
+        if witness is not None:
+            witness = by[witness["file"]]
+    whole["witness"] = witness
     return {"rows": rows, "regressions": regs, "improvements": better, "failures": failures,
-            "whole_build": dict(whole, leads=sc.leads(whole, regs)),
+            "whole_build": whole,
             "scan_base": _scan_meta(scan_base, fresh["base"]),
             "scan_tip": _scan_meta(scan_tip, fresh["tip"]),
             "compiler_version": ccver}

@@ -76,8 +76,7 @@ def scan_point(req, case, tree, c, cache, config, name, commit, cc):
     req.progress.step(f"scan {name} / {cc}" + (" (cached)" if sc else ""))
     if sc is None and req.dask_scheduler:
         sc = remote_scan(req, case, c, commit, cc, ccver, config)
-        if scanfiles.cacheable(sc):
-            cache.put(key, sc)
+        scanfiles.keep(cache, key, sc)
     elif sc is None:
         series.checkout(tree, commit)
         bdir = build.build_dir(tree, commit, cc)
@@ -96,8 +95,7 @@ def scan_point(req, case, tree, c, cache, config, name, commit, cc):
                 tree, bdir, lambda todo: dist.local_map(c, bdir, todo, req.progress),
                 dist.n_workers(c), req.progress, known, reuse=(cache, cc, ccver))
         sc["build"] = b.info
-        if scanfiles.cacheable(sc):
-            cache.put(key, sc)
+        scanfiles.keep(cache, key, sc)
     log_summary(sc, name)
     rec = dict(sc, **results.header("kexpand.scan", case.name, name, commit,
                                     cc, ccver, chash))

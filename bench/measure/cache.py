@@ -13,11 +13,12 @@ ANALYZER_VERSION = "2"
 # Scans of version 1 could keep the wrong one of a C file built into two
 # objects (scanfiles.one_per_file); version 2 kept one hot line, version 3
 # keeps five (make check reports them) and a failing file's error, version
-# 4 leaves build products out of the include dirs' listings.
-SCAN_VERSION = "5"
+# 4 leaves build products out of the include dirs' listings, version 6
+# keeps every file's bytes by header (kx-analyze -H, headers.py).
+SCAN_VERSION = "6"
 MACROS_VERSION = "4"     # 4: kx-macros fixed (a hot line without macro bytes, repeated -l, #line)
 COST_VERSION = "2"      # 2: counts run hermetically (icount.count)
-CHECK_VERSION = "1"     # what make check's details hold
+CHECK_VERSION = "2"     # what make check's details hold (2: the whole build's witness too)
 # Interleaved timings only (group_time_key): 2 since each run is timed by
 # hyperfine (before: kexpand's own wait4 loop), so that timings of the two
 # timers are never mixed in one group. Instruction counts keep COST_VERSION:

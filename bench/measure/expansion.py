@@ -15,17 +15,20 @@ ANALYZER = TOOLS / "kx-analyze"
 TOP_LINES = 5
 
 
-def analyze(cmd, cwd, top=TOP_LINES):
+def analyze(cmd, cwd, top=TOP_LINES, headers=False):
     """Run a preprocess command into the C analyzer through a pipe (never
     a temporary file). Returns (analysis, seconds); analysis["cpp_cpu_s"]
-    is the preprocessor's CPU time (wait4). The preprocessor failing
-    is a 'build' error (the code under test); the analyzer, 'infra'."""
+    is the preprocessor's CPU time (wait4). headers: the analyzer's -H
+    (every byte by the file it came from, and the include entries). The
+    preprocessor failing is a 'build' error (the code under test); the
+    analyzer, 'infra'."""
     if not ANALYZER.exists():
         raise KexpandError(f"{ANALYZER} missing: run 'make -C {REPO} "
                            "bench/tools/kx-analyze'", "infra")
     t0 = time.monotonic()
     out, aerr, prc, perr, arc, cpu = pipe(sandbox.wrap(cmd, cwd), [str(ANALYZER), "-n",
-                                                                 str(top)], cwd)
+                                                                 str(top)]
+                                          + (["-H"] if headers else []), cwd)
     secs = time.monotonic() - t0
     if prc != 0:
         tail = "\n".join(perr.decode(errors="replace").splitlines()[-15:])

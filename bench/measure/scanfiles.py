@@ -15,6 +15,7 @@ from kbuild import kcmd, sandbox
 from kbuild.proc import run
 from kbuild.util import KexpandError
 
+from . import headers
 from .expansion import analyze, tree_path
 
 HOT_LINES = 5       # the hottest source lines kept per file (make check reports them)
@@ -77,10 +78,12 @@ def one_per_file(entries):
 
 def measure_one(bdir, rel, argv):
     """One file through the analyzer (the engine's pipe); a file that does
-    not preprocess is recorded as an error, not a failed scan."""
+    not preprocess is recorded as an error, not a failed scan. "inc": its
+    bytes by header and include entries (headers.record), which the scan
+    keeps beside its record (keep()), not in it."""
     t0 = time.monotonic()
     try:
-        a, _ = analyze(kcmd.preprocess_command(argv), bdir, top=HOT_LINES)
+        a, _ = analyze(kcmd.preprocess_command(argv), bdir, top=HOT_LINES, headers=True)
     except KexpandError as e:
         if e.klass == "infra":
             raise
@@ -94,7 +97,7 @@ def measure_one(bdir, rel, argv):
     return rel, {"status": "ok", "bytes": a["bytes"], "lines": a["lines"],
                  "longest_line_bytes": a["longest_line_bytes"],
                  "hot": hot[0] if hot else None, "hot_lines": hot,
-                 "seconds": round(secs, 4)}
+                 "seconds": round(secs, 4), "inc": headers.record(a)}
 
 
 def _digest(path, memo):
@@ -218,6 +221,24 @@ def scan_build(tree, bdir, mapper, workers, progress=None, known_seconds=None,
     return summary(files, [rel for rel, _ in todo], time.monotonic() - t0, workers)
 
 
+def keep(cache, key, scan):
+    """Cache a scan under `key`: its per-file header records (large: every
+    header of every file) beside it under key-headers, the record itself
+    small. Takes them out of `scan` (which goes to results/) either way;
+    a scan that hit a limit is not cached (cacheable)."""
+    inc = scan.pop("file_headers", None)
+    if cacheable(scan):
+        if inc is not None:
+            cache.put(f"{key}-headers", inc)
+        cache.put(key, scan)
+    return inc
+
+
+def file_headers(cache, key):
+    """{file: headers.record} of the scan cached under `key` ({} if none)."""
+    return cache.get(f"{key}-headers") or {}
+
+
 LIMITS_HIT = ("time limit", "memory limit")
 
 
@@ -232,6 +253,7 @@ def summary(files, measured, wall, workers):
     """The scan record's figures: files {rel: result}, `measured` the ones
     measured now (the rest reused), wall seconds, and the ideal time
     (measured files x their median time / workers) it is compared with."""
+    inc = {rel: v.pop("inc") for rel, v in files.items() if "inc" in v}
     ok = [v for v in files.values() if v["status"] == "ok"]
     secs = [files[rel]["seconds"] for rel in measured]
     med = statistics.median(secs) if secs else 0.0
@@ -243,6 +265,9 @@ def summary(files, measured, wall, workers):
             "scan_seconds": round(wall, 2), "workers": workers,
             "median_file_seconds": round(med, 4),
             "ideal_seconds": round(ideal, 2),
-            "overhead_ratio": round(wall / ideal, 3) if ideal else None}
+            "overhead_ratio": round(wall / ideal, 3) if ideal else None,
+            # bytes by header and include entry over the build (headers.py)
+            "headers": headers.aggregate(inc[rel] for rel in sorted(inc)),
+            "file_headers": inc}
 
 

@@ -13,12 +13,13 @@ integration tests check that every file's bytes equal what a full build
 of the tip gives. Otherwise (or with FULL_BUILD=1) the tip gets a full
 build, seeded from the base's, and is scanned with its own commands."""
 import re
+import statistics
 
 from kbuild import build, builddir, kcmd, series
 from kbuild.gitops import git
 from kbuild.util import KexpandError
 
-from . import cost, macros, scanfiles
+from . import cost, headers, macros, scanfiles
 from .expansion import measure_file
 
 # a file whose growth is under this many bytes is never a regression,
@@ -89,6 +90,34 @@ def whole_build(scan_base, scan_tip, rows, total_ratio):
             "files_grown": len(grown), "files_shrunk": len(shrunk),
             "grown_bytes": sum(r["growth_bytes"] for r in grown),
             "largest_file": top and {"file": top["file"], "growth_bytes": top["growth_bytes"]}}
+
+
+def header_changes(scan_base, scan_tip, inc_base, inc_tip, top=10):
+    """What the whole build's change is made of, by header (headers.py):
+    the headers and include entries whose bytes changed most over the
+    build (a new entry marked new), and for the header whose own bytes grew
+    most, how that growth is spread over the files (from the scans'
+    per-file records): how many files changed, the median change per file,
+    and the file where it grew most. None for scans without headers."""
+    ha, hb = scan_base.get("headers"), scan_tip.get("headers")
+    if not ha or not hb:
+        return None
+    d = headers.diff(ha, hb, top=top)
+    out = {"headers": d["headers"], "edges": d["edges"], "top": None}
+    grown = [r for r in d["headers"] if r["delta"]["own"] > 0]
+    if grown and inc_tip:
+        h = grown[0]["name"]
+        per = {f: headers.own_bytes(rec, h) - (headers.own_bytes(inc_base[f], h)
+                                               if f in (inc_base or {}) else 0)
+               for f, rec in inc_tip.items()}
+        changed = {f: v for f, v in per.items() if v}
+        if changed:
+            most = max(sorted(changed), key=lambda f: changed[f])
+            out["top"] = {"header": h, "own_growth": grown[0]["delta"]["own"],
+                          "files": len(changed),
+                          "per_file_median": int(statistics.median(changed.values())),
+                          "file_most": most, "file_most_bytes": changed[most]}
+    return out
 
 
 def leads(whole, regs):

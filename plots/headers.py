@@ -1,0 +1,59 @@
+"""Bytes by header in the reports: the tables of a scan's headers and
+include entries (bench/measure/headers.py's aggregate, in each scan
+record's "headers"), for one build and between two. Pure functions from
+the aggregates to Markdown."""
+
+
+def _stats_table(items, title):
+    md = [f"## {title}", "",
+          "| # | header | files | own bytes | expanded bytes | added bytes |",
+          "|---:|---|---:|---:|---:|---:|"]
+    for i, (name, s) in enumerate(items, 1):
+        md.append(f"| {i} | `{name}` | {s['occurrences']:,} | {s['own']:,} | "
+                  f"{s['expanded']:,} | {s['added']:,} |")
+    return md + [""]
+
+
+def top(agg, by, n):
+    return sorted(agg["headers"].items(), key=lambda kv: (-kv[1][by], kv[0]))[:n]
+
+
+def build_markdown(agg, label, n=30):
+    """One build's headers: top n by own bytes and by added bytes."""
+    if not agg:
+        return []
+    share = agg["bytes"] - agg["root_own"] - agg["unattributed"]
+    md = [f"Headers at {label}: {len(agg['headers']):,} headers, {share:,} of the "
+          f"build's {agg['bytes']:,} bytes ({share / agg['bytes']:.1%}) come from "
+          "headers, the rest from the C files themselves." if agg["bytes"] else "", ""]
+    md += _stats_table(top(agg, "own", n), f"Top {n} headers by own bytes at {label}")
+    md += _stats_table(top(agg, "added", n),
+                       f"Top {n} headers by added bytes at {label} (what the build "
+                       "would lose without them)")
+    return md
+
+
+def growth_markdown(diff_rows, label, n=30):
+    """Headers and include entries whose bytes changed most between two builds
+    (headers.diff rows)."""
+    md = [f"## Top {n} headers by change of own bytes, {label}", "",
+          "| # | header | files A | files B | own bytes A | own bytes B | change | "
+          "added change |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for i, r in enumerate(diff_rows["headers"][:n], 1):
+        a, b = r["a"] or {}, r["b"] or {}
+        md.append(f"| {i} | `{r['name']}`{' (' + r['status'] + ')' if r['status'] else ''} | "
+                  f"{a.get('occurrences', 0):,} | {b.get('occurrences', 0):,} | "
+                  f"{a.get('own', 0):,} | {b.get('own', 0):,} | {r['delta']['own']:+,} | "
+                  f"{r['delta']['added']:+,} |")
+    md += ["", f"## Top {n} include entries by change, {label}", "",
+           "Bytes: what the files that get the header only through this entry get "
+           "from it.", "",
+           "| # | includer:line -> header | files A | files B | bytes A | bytes B | change |",
+           "|---:|---|---:|---:|---:|---:|---:|"]
+    for i, r in enumerate(diff_rows["edges"][:n], 1):
+        a, b = r["a"] or {}, r["b"] or {}
+        md.append(f"| {i} | `{r['name']}`{' (' + r['status'] + ')' if r['status'] else ''} | "
+                  f"{a.get('files', 0):,} | {b.get('files', 0):,} | "
+                  f"{a.get('bytes_sole', 0):,} | {b.get('bytes_sole', 0):,} | "
+                  f"{r['delta']['bytes_sole']:+,} |")
+    return md + [""]
