@@ -282,9 +282,9 @@ def test_lines_like_directives_are_code():
 def test_usage_matches_the_documented_synopsis():
     """The header promised "-s SELF", which the tool never had (removed)."""
     p = subprocess.run([str(ANALYZER), "-s", "x"], capture_output=True, text=True)
-    assert p.returncode == 2 and "usage: kx-analyze [-n TOP]" in p.stderr
+    assert p.returncode == 2 and "usage: kx-analyze [-H] [-n TOP]" in p.stderr
     head = (REPO / "bench/tools/kx-analyze.c").read_text().split("*/")[0]
-    assert "| kx-analyze [-n TOP]\n" in head and "SELF" not in head
+    assert "| kx-analyze [-H] [-n TOP]\n" in head and "SELF" not in head
 
 
 def test_top_is_sorted_and_limited():
