@@ -8,10 +8,16 @@ The reference reads a line marker / #line by a regular expression of the
 shapes documented in bench/tools/kx-marker.h, independent of the C parser:
     #[ \t]*N([ \t]*"NAME"([ \t]*FLAG)*)?[ \t]*\r?   and
     #[ \t]*line[ \t]+N([ \t]*"NAME")?[ \t]*\r?,   0 <= N <= 2147483647;
-the next line is line N (C11 6.10.4p3; gcc -E writes a #line so)."""
+the next line is line N (C11 6.10.4p3; gcc -E writes a #line so).
+
+With -H (bytes by header, /work/hdr-spec.md) the reference follows the
+flags that regular expression captures, a FLAG written "1" entering and "2"
+returning, on a list of open includes, and gives each line to the file
+current after it (header_reference)."""
 import json
 import random
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -25,11 +31,13 @@ PATS = {"choose_expr": b"__builtin_choose_expr", "stmt_expr": b"({",
 CHUNK = 1 << 20                 # kx-analyze's read size
 
 
-def analyze(data: bytes, top=5, stdin=None):
+def analyze(data: bytes, top=5, stdin=None, hdr=False):
     """kx-analyze's JSON; stdin: a file to read instead of a pipe (a file
-    gives full 1 MiB reads, so chunk boundaries fall where a test puts them)."""
-    p = subprocess.run([str(ANALYZER), "-n", str(top)], input=None if stdin else data,
-                       stdin=stdin, capture_output=True, check=True)
+    gives full 1 MiB reads, so chunk boundaries fall where a test puts them);
+    hdr: with -H."""
+    p = subprocess.run([str(ANALYZER), *(["-H"] if hdr else []), "-n", str(top)],
+                       input=None if stdin else data, stdin=stdin, capture_output=True,
+                       check=True)
     return json.loads(p.stdout)
 
 
@@ -43,7 +51,7 @@ def count(hay, needle):
 
 NAME = rb'"((?:[^"\\]|\\.)*)"'
 MARKER = re.compile(rb'#[ \t]*([0-9]+)(?:[ \t]*' + NAME +
-                    rb'(?:[ \t]*[0-9]+(?:[ \t]+[0-9]+)*)?)?[ \t]*\r?', re.S)
+                    rb'((?:[ \t]*[0-9]+(?:[ \t]+[0-9]+)*)?))?[ \t]*\r?', re.S)
 LINE_DIRECTIVE = re.compile(rb'#[ \t]*line[ \t]+([0-9]+)(?:[ \t]*' + NAME +
                             rb')?[ \t]*\r?', re.S)
 ESCAPE = re.compile(rb'\\(?:([0-7]{1,3})|x([0-9a-fA-F]+)|u([0-9a-fA-F]{4})|'
@@ -70,15 +78,16 @@ def unescape(s: bytes) -> bytes:
 
 
 def directive(line: bytes):
-    """(N, file name or None) when the line (without its '\n') is a line
-    marker or #line directive, else None."""
+    """(N, file name or None, [flags as written]) when the line (without
+    its '\n') is a line marker or #line directive, else None."""
     m = MARKER.fullmatch(line) or LINE_DIRECTIVE.fullmatch(line)
     if not m:
         return None
     digits = m.group(1).lstrip(b"0") or b"0"
     if len(digits) > 10 or int(digits) > 2147483647:
         return None
-    return int(digits), None if m.group(2) is None else unescape(m.group(2))
+    flags = re.findall(rb"[0-9]+", m.group(3) or b"") if m.re is MARKER else []
+    return int(digits), None if m.group(2) is None else unescape(m.group(2)), flags
 
 
 def text(name: bytes) -> str:
@@ -94,8 +103,45 @@ def lines_of(data: bytes):
     return [(l, len(l) + 1) for l in lines] + ([(last, len(last))] if last else [])
 
 
-def reference(data: bytes, top=5):
-    """kx-analyze's whole output, computed the plain way."""
+def header_reference(data: bytes):
+    """-H's fields, the plain way: each line to the file current after it,
+    includes on a list of (includer, header), edges an ordered set."""
+    index, own, unattributed = {}, [], 0      # name -> index; own bytes by index
+    cur, open_, edges = None, [], {}
+    for l, size in lines_of(data):
+        d = directive(l) if l[:1] == b"#" else None
+        if d is not None and d[1] is not None:
+            n, name, flags = d
+            before = cur
+            if name not in index:
+                index[name] = len(own)
+                own.append(0)
+            cur = index[name]
+            if b"1" in flags:
+                if before is not None:
+                    open_.append((before, cur))
+            elif b"2" in flags:
+                by_cur = [k for k, (includer, _) in enumerate(open_) if includer == cur]
+                if by_cur:
+                    k = by_cur[-1]
+                    closed = open_[k:]
+                    del open_[k:]
+                    # innermost first; only the one by cur returned (its line)
+                    for j in range(len(closed) - 1, -1, -1):
+                        line = max(n - 1, 0) if j == 0 else 0
+                        edges.setdefault((closed[j][0], line, closed[j][1]))
+        if cur is None:
+            unattributed += size
+        else:
+            own[cur] += size
+    for includer, header in open_:
+        edges.setdefault((includer, 0, header))
+    return {"headers": [[text(name), own[i]] for name, i in index.items()],
+            "unattributed_bytes": unattributed, "includes": [list(e) for e in edges]}
+
+
+def reference(data: bytes, top=5, hdr=False):
+    """kx-analyze's whole output, computed the plain way; hdr: -H's."""
     files, per = {}, {}           # name -> index (first named); (index, line) -> counts
     fname, line, markers, code, longest, longest_at = None, 1, 0, 0, 0, None
     totals = dict.fromkeys(PATS, 0)
@@ -129,7 +175,8 @@ def reference(data: bytes, top=5):
                                                "line": longest_at[1]},
             "marker_lines": markers, "code_bytes": code, "totals": totals,
             "source_lines": len(per),
-            "top": [{"file": names[f], "line": n, **e} for (f, n), e in rank[:top]]}
+            "top": [{"file": names[f], "line": n, **e} for (f, n), e in rank[:top]],
+            **(header_reference(data) if hdr else {})}
 
 
 # ---- generated input: every kind of line the tools must tell apart
@@ -211,6 +258,83 @@ def generate(rnd, n, big=False):
     return data
 
 
+INC_NAMES = [b"m.c", b"a.h", b"b.h", b"sub/c.h", b'q\\"b.h', b"\\101.h", b"A.h",
+             b"<built-in>", b"e\\\\f.h", b"\\u00e9.h"]
+
+
+class IncludeLines:
+    """Lines of a gcc-like stream of nested includes, its state kept from
+    call to call: enter (flag 1, at times with 3 and 4, or 1 2) and return
+    (flag 2 naming the includer, "# L+1", at times 0) pairs, returns that
+    skip levels or name a file with no open include, #line switching file
+    inside a header, plain markers, near-miss flags ("12", "02", "3"),
+    any other directive, code; includes left open at the end."""
+
+    def __init__(self, rnd):
+        self.rnd, self.stack, self.cur, self.line = rnd, [], None, 1
+        self.crlf = rnd.random() < 0.2
+
+    def one(self):
+        rnd, r = self.rnd, self.rnd.random()
+        if r < 0.22 and len(self.stack) < 15:
+            h = rnd.choice(INC_NAMES)
+            flags = rnd.choice([b" 1", b" 1", b" 1 3", b" 1 3 4", b"\t1\t4", b" 1 2", b"1"])
+            l = b'# 1 "%s"%s' % (h, flags)
+            if self.cur is not None:
+                self.stack.append((self.cur, self.line))
+            self.cur, self.line = h, 1
+        elif r < 0.42 and self.stack:
+            k = len(self.stack) - 1 if rnd.random() < 0.85 else rnd.randrange(len(self.stack))
+            includer, at = self.stack[k]
+            del self.stack[k:]
+            if rnd.random() < 0.1:
+                includer = rnd.choice(INC_NAMES)     # maybe no open include by it
+            n = at + 1 if rnd.random() < 0.95 else 0
+            flags = rnd.choice([b" 2", b" 2", b" 2", b" 2 3", b" 2 3 4", b"\t2", b" 3 2", b" 12",
+                                b" 02", b" 3"])
+            l = b'# %d "%s"%s' % (n, includer, flags)
+            self.cur, self.line = includer, n
+        elif r < 0.47:
+            h, n = rnd.choice(INC_NAMES), rnd.randint(0, 30)
+            l = b'#line %d "%s"' % (n, h)
+            self.cur, self.line = h, n
+        elif r < 0.53:
+            self.line += rnd.randint(0, 9)
+            if self.cur is None or rnd.random() < 0.3:
+                l = b"# %d" % self.line
+            else:
+                l = b'# %d "%s"%s' % (self.line, self.cur, rnd.choice([b"", b" 3", b" 3 4"]))
+        elif r < 0.58:
+            l = directive_line(rnd)
+        else:
+            l = b"".join(rnd.choice(WORDS) for _ in range(rnd.choice([0, 1, 3, 20])))
+            self.line += 1
+        return l + (b"\r\n" if self.crlf and rnd.random() < 0.9 else b"\n")
+
+    def lines(self, n):
+        return b"".join(self.one() for _ in range(n))
+
+
+def generate_includes(rnd, n):
+    """A whole input of nested includes: maybe code before the first
+    marker, maybe a main file's marker, maybe no final newline."""
+    data = b"".join(rnd.choice(gen_lines(rnd, 3)) for _ in range(rnd.choice([0, 0, 1, 3])))
+    if rnd.random() < 0.7:
+        data += b'# 1 "m.c"\n'
+    data += IncludeLines(rnd).lines(n)
+    if data and rnd.random() < 0.3:
+        data = data.rstrip(b"\n")
+    return data
+
+
+def check_headers(a):
+    """-H's invariant: every byte in one file or unattributed."""
+    assert sum(own for _, own in a["headers"]) + a["unattributed_bytes"] == a["bytes"]
+    assert all(0 <= i < len(a["headers"]) and 0 <= j < len(a["headers"])
+               for i, _, j in a["includes"])
+    return a
+
+
 def test_sample_file():
     data = (DATA / "sample.i").read_bytes()
     a = analyze(data, top=3)
@@ -282,9 +406,9 @@ def test_lines_like_directives_are_code():
 def test_usage_matches_the_documented_synopsis():
     """The header promised "-s SELF", which the tool never had (removed)."""
     p = subprocess.run([str(ANALYZER), "-s", "x"], capture_output=True, text=True)
-    assert p.returncode == 2 and "usage: kx-analyze [-n TOP]" in p.stderr
+    assert p.returncode == 2 and "usage: kx-analyze [-H] [-n TOP]" in p.stderr
     head = (REPO / "bench/tools/kx-analyze.c").read_text().split("*/")[0]
-    assert "| kx-analyze [-n TOP]\n" in head and "SELF" not in head
+    assert "| kx-analyze [-H] [-n TOP]\n" in head and "SELF" not in head
 
 
 def test_top_is_sorted_and_limited():
@@ -297,3 +421,127 @@ def test_top_is_sorted_and_limited():
 def test_bad_option_is_usage_error():
     p = subprocess.run([str(ANALYZER), "-n", "x"], capture_output=True)
     assert p.returncode == 2 and b"usage" in p.stderr
+
+
+# ---- -H: bytes by header and include edges
+
+def test_headers_hand_made():
+    """Every rule of -H on one input, the expected values worked out by hand:
+    lines before the first name (a nameless directive too) unattributed;
+    flags 1 3 4 enter; #line switches file inside a header (no edge); a
+    nameless marker stays in its file; a return closes the include of its
+    includer at N - 1; a header included from two lines gives two edges, the
+    same edge twice one; a return to a file with no open include pops
+    nothing; a return to an outer includer closes the includes above it
+    (LINE 0); flags 1 2 enter; 3 and 12 are no flags here; includes never
+    closed come last with LINE 0; CRLF and escaped names."""
+    lines = [b"x\n", b"#line 3\n",                                   # unattributed: 10
+             b'# 1 "m.c"\n', b"int m;\n",                              # m.c
+             b'# 1 "a.h" 1 3 4\n', b"a\n",                             # a.h (m.c:?)
+             b'# 1 "b.h" 1\n',                                         # b.h (a.h:?)
+             b'#line 5 "c.h"\n', b"c\n", b"# 7\n",                    # c.h
+             b'# 2 "a.h" 2\n',                                         # a.h:1 -> b.h
+             b'# 3 "m.c" 2\n',                                         # m.c:2 -> a.h
+             b'# 1 "a.h" 1\n', b'# 4 "m.c" 2\n',                       # m.c:3 -> a.h
+             b'# 1 "a.h" 1\n', b'# 4 "m.c" 2\n',                       # the same edge
+             b'# 1 "q\\"b.h" 1 3\r\n',                                  # q"b.h (m.c:?)
+             b'# 9 "zz.h" 2\r\n',                                      # nothing open by zz.h
+             b'# 1 "\\101.h" 1\n', b"y\r\n",                           # A.h (zz.h:?)
+             b'# 6 "m.c" 2\n',                        # zz.h:0 -> A.h, m.c:5 -> q"b.h
+             b'# 1 "d.h" 1\n', b'# 1 "e.h" 1 2\n', b'# 4 "e.h" 3\n', b'# 5 "e.h" 12\n',
+             b"z"]                                                     # no final newline
+    data = b"".join(lines)
+    a = analyze(data, hdr=True)
+    assert a["headers"] == [["m.c", 65], ["a.h", 54], ["b.h", 12], ["c.h", 20],
+                            ['q"b.h', 18], ["zz.h", 14], ["A.h", 18], ["d.h", 12],
+                            ["e.h", 40]]
+    assert a["unattributed_bytes"] == 10 and a["bytes"] == len(data) == 263
+    assert a["includes"] == [[1, 1, 2], [0, 2, 1], [0, 3, 1], [5, 0, 6], [0, 5, 4],
+                             [0, 0, 7], [7, 0, 8]]
+    assert a == reference(data, hdr=True)
+    # and without -H, none of it
+    assert not {"headers", "unattributed_bytes", "includes"} & analyze(data).keys()
+
+
+@pytest.mark.parametrize("data", [b"", b"x", b"x\n# 5\n", b'# 1 "a.c" 2\n', b'# 1 "a.c" 1\n',
+                                  b'# 0 "a.c"\n# 0 "b.h" 1\n# 0 "a.c" 2\n',
+                                  b'# 1 "a.c"\n# 1 "a.c" 1\n# 2 "a.c" 2\n'])
+def test_headers_edge_inputs(data):
+    """Empty input, no name at all, a return or an enter with nothing
+    before it, "# 0" returns (LINE 0), a file that includes itself."""
+    a = check_headers(analyze(data, hdr=True))
+    assert a == reference(data, hdr=True)
+
+
+def test_headers_adds_fields_and_changes_nothing_else():
+    """The -H output is the plain output, byte for byte, with the three
+    fields before its closing brace."""
+    rnd = random.Random(7)
+    for _ in range(40):
+        data = generate_includes(rnd, rnd.choice([0, 3, 60]))
+        plain = subprocess.run([str(ANALYZER)], input=data, capture_output=True,
+                               check=True).stdout
+        with_h = subprocess.run([str(ANALYZER), "-H"], input=data, capture_output=True,
+                                check=True).stdout
+        assert plain.endswith(b"]}\n") and b'"headers"' not in plain
+        assert with_h.startswith(plain[:-2] + b', "headers": [')
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_headers_match_reference_across_chunks(seed, tmp_path):
+    """Several MiB of nested includes with lines over 1 MiB, through a file
+    (full 1 MiB reads) and a pipe."""
+    rnd = random.Random(seed)
+    inc = IncludeLines(rnd)
+    data = b'# 1 "m.c"\n'
+    while len(data) < 3 * CHUNK:
+        data += inc.lines(200) + b"".join(gen_lines(rnd, 20, big=True))
+    f = tmp_path / "in.i"
+    f.write_bytes(data)
+    with f.open("rb") as stdin:
+        a = check_headers(analyze(data, top=10, stdin=stdin, hdr=True))
+    assert a == reference(data, top=10, hdr=True)
+    assert len(a["includes"]) > 20
+    assert analyze(data, top=3, hdr=True) == reference(data, top=3, hdr=True)
+
+
+REAL = {"main.c": '#include "outer.h"\n\n#include "inner.h"\nint main(void)\n{\n'
+                  "\treturn OUTER + INNER;\n}\n",
+        "outer.h": '/* outer */\n#include "inner.h"\n#define OUTER 1\nint outer;\n',
+        "inner.h": "#ifndef INNER_H\n#define INNER_H\n#define INNER 2\nint inner;\n#endif\n"}
+
+
+@pytest.mark.parametrize("cc", ["gcc", "clang"])
+def test_headers_of_a_real_compile(cc, tmp_path):
+    """A real `-E`: main.c includes outer.h on line 1, which includes
+    inner.h on its line 2; main.c's second #include "inner.h" (line 3) is
+    skipped by the include guard and leaves no marker. The compiler must
+    be installed (a missing one fails)."""
+    exe = shutil.which(cc)
+    assert exe, f"{cc} is not installed"
+    for name, body in REAL.items():
+        (tmp_path / name).write_text(body)
+    data = subprocess.run([exe, "-E", "main.c"], cwd=tmp_path, capture_output=True,
+                          check=True).stdout
+    a = check_headers(analyze(data, hdr=True))
+    assert a == reference(data, hdr=True)
+    names = [n for n, _ in a["headers"]]
+    assert names[0] == "main.c" and a["unattributed_bytes"] == 0
+    idx = {n.removeprefix("./"): i for i, n in enumerate(names)}
+    edges = {(names[i].removeprefix("./"), line, names[j].removeprefix("./"))
+             for i, line, j in a["includes"]}
+    user = {e for e in edges if not e[0].startswith(("<", "/")) and
+            not e[2].startswith(("<", "/"))}
+    assert user == {("main.c", 1, "outer.h"), ("outer.h", 2, "inner.h")}
+    # own bytes: the output cut at each marker that names a file (the
+    # compilers write plain names and no #line)
+    assert sum(own for _, own in a["headers"]) == len(data)
+    sections = re.split(rb'(?m)^(?=# [0-9]+ "[^"\n]*")', data)
+    want = {}
+    for sec in sections[1:]:
+        name = re.match(rb'# [0-9]+ "([^"\n]*)"', sec).group(1).decode().removeprefix("./")
+        want[name] = want.get(name, 0) + len(sec)
+    own = {n.removeprefix("./"): b for n, b in a["headers"]}
+    assert own == want and sections[0] == b""
+    assert b"int inner;\n" in data and own["inner.h"] >= len(b'# 1 "inner.h" 1\nint inner;\n')
+    assert set(idx) >= {"main.c", "outer.h", "inner.h"}

@@ -6,7 +6,11 @@ on generated input of every kind of line (markers with and without a name,
 with flags, #line, near misses, CRLF, raw and escaped bytes in names, lines
 over 1 MiB, no final newline, empty input), on directives placed across
 the 1 MiB read boundary, through a file and through a pipe. Every field of
-the JSON output is compared.
+the JSON output is compared. Every case runs with -H too (bytes by header:
+its fields against the reference's, and own bytes plus unattributed bytes
+adding up to the bytes), and streams of nested includes (flag 1 / flag 2
+pairs, #line inside headers, stray returns, includes left open) are
+generated for it, also across the read boundaries.
 
 kx-macros: a reference written here from its documentation (the location
 prefix's shape, which path a prefix names, when a token is spelled at its
@@ -30,8 +34,9 @@ from pathlib import Path
 
 import pytest
 
-from test_analyzer import (ANALYZER, CHUNK, analyze, directive, directive_line, gen_lines,
-                           generate, reference, text)
+from test_analyzer import (ANALYZER, CHUNK, IncludeLines, analyze, check_headers, directive,
+                           directive_line, gen_lines, generate, generate_includes, reference,
+                           text)
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = REPO / "bench" / "tools"
@@ -68,6 +73,24 @@ def test_analyzer_matches_reference(batch, tmp_path):
         got = run(ANALYZER, data, ["-n", str(top)],
                   via_file=tmp_path / "in.i" if seed % 2 else None)
         assert got == reference(data, top), f"seed {seed}: {data[:300]!r}"
+        got = check_headers(run(ANALYZER, data, ["-H", "-n", str(top)],
+                                via_file=tmp_path / "in.i" if seed % 2 == 0 else None))
+        assert got == reference(data, top, hdr=True), f"seed {seed} -H: {data[:300]!r}"
+
+
+def include_case(seed):
+    rnd = random.Random(seed)
+    return generate_includes(rnd, rnd.choice([0, 1, 2, 5, 20, 80, 300])), rnd.choice([0, 5])
+
+
+@pytest.mark.parametrize("batch", range(10))
+def test_analyzer_headers_match_reference(batch, tmp_path):
+    """-H on 150 seeded streams of nested includes per batch."""
+    for seed in range(batch * 150, batch * 150 + 150):
+        data, top = include_case(seed)
+        got = check_headers(run(ANALYZER, data, ["-H", "-n", str(top)],
+                                via_file=tmp_path / "in.i" if seed % 2 else None))
+        assert got == reference(data, top, hdr=True), f"seed {seed}: {data[:300]!r}"
 
 
 EDGES = [b"", b"\n", b"\r\n", b"#", b"#\n", b"# 1", b'# 1 "a.c"', b'# 1 "a.c"\nx',
@@ -79,17 +102,23 @@ EDGES = [b"", b"\n", b"\r\n", b"#", b"#\n", b"# 1", b'# 1 "a.c"', b'# 1 "a.c"\nx
 @pytest.mark.parametrize("data", EDGES)
 def test_analyzer_edge_inputs(data):
     assert analyze(data, top=99) == reference(data, top=99)
+    assert check_headers(analyze(data, top=99, hdr=True)) == reference(data, top=99, hdr=True)
 
 
-def across_boundaries(rnd, n):
+def across_boundaries(rnd, n, includes=None):
     """Input whose n 1 MiB boundaries each cut a short piece (a directive,
-    CRLF, a pattern, a '#') at a random place; filler lines in between."""
+    CRLF, a pattern, a '#') at a random place; filler lines in between.
+    includes: an IncludeLines, whose lines (nested includes, one stream
+    over the whole input) are pieces too."""
     pieces = [b"x\r\n", b"__builtin_choose_expr__builtin_choose_expr\n", b"(({{\n",
               b"__UNIQUE_ID___UNIQUE_ID_\n", b"#\n", b"# 7\n", b'# 123456 "a.c" 1 3\r\n']
     parts, size = [b'# 1 "a.c"\n'], 10
     for i in range(1, n + 1):
-        piece = b"".join(rnd.choice(pieces + [directive_line(rnd) + b"\n"])
-                         for _ in range(rnd.choice([1, 3])))
+        if includes:
+            piece = includes.lines(rnd.choice([1, 2, 3, 4]))
+        else:
+            piece = b"".join(rnd.choice(pieces + [directive_line(rnd) + b"\n"])
+                             for _ in range(rnd.choice([1, 3])))
         cut = rnd.randrange(len(piece) + 1)           # bytes of piece before the boundary
         ends = [m.start() + len(m.group(1)) for m in
                 re.finditer(rb"(?=(__builtin_choose_expr|\(\{|__UNIQUE_ID_))", piece)]
@@ -110,6 +139,24 @@ def test_analyzer_across_read_boundaries(seed, tmp_path):
     # one input ending exactly at a boundary, without a final newline
     data = data[:17 * CHUNK] if len(data) > 17 * CHUNK else data + b"z" * (17 * CHUNK - len(data))
     assert run(ANALYZER, data, ["-n", "7"], via_file=tmp_path / "in.i") == reference(data, 7)
+    assert check_headers(run(ANALYZER, data, ["-H", "-n", "7"], via_file=tmp_path / "in.i")) \
+        == reference(data, 7, hdr=True)
+
+
+@pytest.mark.parametrize("seed", [21, 22, 23, 24])
+def test_analyzer_headers_across_read_boundaries(seed, tmp_path):
+    """-H where every 1 MiB boundary cuts enter / return markers of one
+    stream of nested includes (their flags, their names, their CRLF)."""
+    rnd = random.Random(seed)
+    includes = IncludeLines(rnd)
+    data = across_boundaries(rnd, 16, includes) + includes.lines(20)
+    got = check_headers(run(ANALYZER, data, ["-H", "-n", "50"], via_file=tmp_path / "in.i"))
+    assert got == reference(data, 50, hdr=True)
+    assert len(got["includes"]) >= 5
+    # ending exactly at a boundary, without a final newline
+    data = data[:17 * CHUNK] if len(data) > 17 * CHUNK else data + b"z" * (17 * CHUNK - len(data))
+    got = check_headers(run(ANALYZER, data, ["-H", "-n", "7"], via_file=tmp_path / "in.i"))
+    assert got == reference(data, 7, hdr=True)
 
 
 # ---------------------------------------------------------------- kx-macros reference
@@ -466,6 +513,10 @@ def test_sanitized_tools_on_fuzz_cases(sanitized, tmp_path):
     for seed in range(0, 3000, 12):
         data, top = small_case(seed)
         assert run(d / "kx-analyze", data, ["-n", str(top)], env=env) == reference(data, top)
+    for seed in range(0, 1500, 6):
+        data, top = include_case(seed)
+        assert check_headers(run(d / "kx-analyze", data, ["-H", "-n", str(top)], env=env)) == \
+            reference(data, top, hdr=True)
     for seed in range(0, 720, 6):
         rnd = random.Random(seed)
         cwd = tmp_path / str(seed)

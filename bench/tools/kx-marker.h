@@ -5,8 +5,12 @@
  *     #[ \t]*N([ \t]*"NAME"([ \t]*F)*)?[ \t]*\r?       gcc's line marker
  *     #[ \t]*line[ \t]+N([ \t]*"NAME")?[ \t]*\r?        C's #line
  * where N is a decimal number from 0 to 2147483647 (C11 6.10.4; gcc writes
- * "# 0"), F a decimal flag (gcc's 1 2 3 4, ignored), and NAME a string
- * literal body: any bytes but '"', and '\' with the byte after it. Both set
+ * "# 0"), F a decimal flag (gcc's 1 2 3 4; any digits make a flag), and
+ * NAME a string literal body: any bytes but '"', and '\' with the byte after
+ * it. Of the flags, the two a reader may want are reported (in flags): a
+ * flag written "1" (gcc and clang: entering NAME, an #include) and one
+ * written "2" (returning to NAME); "3", "4", "01", "12" ... report nothing,
+ * and neither changes what is a directive. Both set
  * the position of the NEXT line: it is line N (of NAME when given, else of
  * the same file), as C11 6.10.4p3 says of #line and as gcc -E itself writes
  * a #line (as "# N "file"" before that line). Every other line is text,
@@ -24,10 +28,15 @@
 
 #define KX_LINE_MAX 2147483647u
 
+/* the flags of a line marker that kx_marker() reports */
+#define KX_FLAG_ENTER  1u        /* flag 1: NAME is entered (included) */
+#define KX_FLAG_RETURN 2u        /* flag 2: returning to NAME */
+
 struct kx_marker {
 	uint64_t line;           /* the number of the next line */
 	const char *name;        /* NAME as written (escaped), NULL if none */
 	size_t name_len;
+	unsigned int flags;      /* KX_FLAG_*: flags 1 and 2 seen (0 for #line) */
 };
 
 static inline int kx_blank(char c)
@@ -72,6 +81,7 @@ static inline int kx_marker(const char *s, size_t n, int whole, struct kx_marker
 	m->line = 0;
 	m->name = NULL;
 	m->name_len = 0;
+	m->flags = 0;
 	while (i < n && kx_digit(s[i]))
 		if ((m->line = m->line * 10 + (uint64_t)(s[i++] - '0')) > KX_LINE_MAX)
 			return 0;
@@ -92,8 +102,11 @@ static inline int kx_marker(const char *s, size_t n, int whole, struct kx_marker
 				i++;
 			if (is_line || i >= n || !kx_digit(s[i]))
 				break;
+			size_t f = i;
 			while (i < n && kx_digit(s[i]))
 				i++;
+			if (i - f == 1 && (s[f] == '1' || s[f] == '2'))
+				m->flags |= s[f] == '1' ? KX_FLAG_ENTER : KX_FLAG_RETURN;
 		}
 	}
 	if (i < n && s[i] == '\r')
