@@ -145,6 +145,21 @@ def si(v, unit=""):
     return f"{v:.4g}{unit}"
 
 
+def tick_labels(values, unit=""):
+    """The axis labels of tick values: one SI prefix (the largest value's)
+    and as many decimals as it takes for every label to differ (3.5130 MB,
+    3.5133 MB, ... where four significant digits would print 3.513 MB
+    four times)."""
+    top = max((abs(v) for v in values), default=0)
+    s, div = next(((s, d) for s, d in (("G", 1e9), ("M", 1e6), ("k", 1e3)) if top >= d),
+                  ("", 1))
+    for decimals in range(0, 10):
+        labels = [f"{v / div:.{decimals}f}{s}{unit}" for v in values]
+        if len(set(labels)) == len(labels):
+            return labels
+    return labels
+
+
 def nice_step(span, n=4):
     raw = span / n
     mag = 10 ** math.floor(math.log10(raw))
@@ -201,9 +216,9 @@ def svg(t, cc, f, m, hrefs, changes, marks):
     if not vals:
         out.append(f'<text x="{W / 2}" y="{H / 2}" text-anchor="middle">nothing measured</text>')
     yf, ticks = y_scale(vals) if vals else (lambda v: H - BOTTOM, [])
-    for v, y in ticks:
+    for (v, y), label in zip(ticks, tick_labels([v for v, _ in ticks], unit)):
         out.append(f'<line class="g" x1="{LEFT}" x2="{W - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>'
-                   f'<text x="{LEFT - 5}" y="{y + 4:.1f}" text-anchor="end">{si(v, unit)}</text>')
+                   f'<text x="{LEFT - 5}" y="{y + 4:.1f}" text-anchor="end">{label}</text>')
     out.append(f'<line class="ax" x1="{LEFT}" x2="{W - RIGHT}" y1="{H - BOTTOM}" '
                f'y2="{H - BOTTOM}"/><line class="ax" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" '
                f'y2="{H - BOTTOM}"/>')

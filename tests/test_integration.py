@@ -318,6 +318,69 @@ def test_check_catches_laight_v4(env):
     txt = (d / "report.txt").read_text()
     assert txt.startswith("Subject: [kexpand] arch/x86/xen/setup.c: -E +1096.2%")
     assert "arch/x86/xen/setup.c:796" in txt and "reproduce:" in txt
+    # the whole build grew too (both rules), and setup.c alone made most of it
+    w = rec["results"]["gcc"]["whole_build"]
+    rows = check_rows(d)
+    assert w["bytes_base"] == sum(int(r["bytes_base"]) for r in rows.values() if r["bytes_base"])
+    assert w["bytes_tip"] == sum(int(r["bytes_tip"]) for r in rows.values() if r["bytes_tip"])
+    assert rec["rules"] == ["file", "whole build"] and w["leads"] == "file"
+    assert w["change"] > 0.04 and w["headers"]["top"]["header"] == "include/linux/minmax.h"
+    assert "whole build:" in txt
+
+
+def spread_patch(tree):
+    """minmax.h at pre-6.7 gains a macro that defines typed min/max/clamp
+    helpers for eight integer types: every file that includes it grows a
+    little (the shape issue 31 describes on 6.12), as a mail."""
+    old = subprocess.run(["git", "-C", tree, "show", "pre-6.7:include/linux/minmax.h"],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    end = old.index("#endif\t/* _LINUX_MINMAX_H */")
+    new = (["#define __DEFINE_MINMAX_HELPERS(type) \\",
+            "static inline type min_##type##_of(type a, type b) { return min(a, b); } \\",
+            "static inline type max_##type##_of(type a, type b) { return max(a, b); } \\",
+            "static inline type clamp_##type##_of(type v, type lo, type hi) "
+            "{ return clamp(v, lo, hi); }"]
+           + [f"__DEFINE_MINMAX_HELPERS({t})" for t in
+              ("u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64")] + [""])
+    hunk = [f" {line}" for line in old[end - 3:end]] + [f"+{line}" for line in new] + \
+        [f" {old[end]}"]
+    return ("From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+            "From: A Developer <a@example.org>\nDate: Mon, 18 Sep 2023 08:16:30 +0000\n"
+            "Subject: [PATCH] minmax: typed helpers for eight integer types\n\nWhy.\n---\n"
+            "diff --git a/include/linux/minmax.h b/include/linux/minmax.h\n"
+            "--- a/include/linux/minmax.h\n+++ b/include/linux/minmax.h\n"
+            f"@@ -{end - 2},4 +{end - 2},{4 + len(new)} @@\n" + "\n".join(hunk) +
+            "\n-- \n2.39.5\n\n")
+
+
+def test_check_a_spread_patch_is_the_whole_build_rule(env):
+    """The spread patch on pre-6.7 (its base scan is the v4 check's): exit
+    1 on the whole-build rule; the subject and first table row lead with
+    the whole build, minmax.h is the top header, and the file where it
+    grew most is explained with its macros (gcc's own bytes)."""
+    base, e = env
+    mbox = base / "spread.mbox"
+    mbox.write_text(spread_patch(base / "work" / "tree"))
+    p = subprocess.run(["make", "-s", "-C", str(REPO), "check", f"PATCHES={mbox}",
+                        "BASE=pre-6.7", "CC=gcc", "ICOUNT_CAP=0", "NAME=spread"],
+                       env=e, capture_output=True, text=True, timeout=3000)
+    assert "Error 1" in p.stderr and "Traceback" not in p.stderr, p.stderr[-3000:]
+    d = base / "results/check/spread"
+    rec = json.load(open(d / "check.json"))
+    w = rec["results"]["gcc"]["whole_build"]
+    assert "whole build" in rec["rules"] and w["leads"] == "whole build", w
+    assert w["files_grown"] > 500 and w["change"] > 0.005
+    top = w["headers"]["top"]
+    assert top["header"] == "include/linux/minmax.h" and top["files"] > 500
+    assert top["per_file_median"] < 64 * 1024
+    assert w["witness"]["file"] == top["file_most"]
+    assert any(m[0] == "__DEFINE_MINMAX_HELPERS" for m in w["witness"]["macros_grew"])
+    txt = (d / "report.txt").read_text()
+    assert txt.startswith("Subject: [kexpand] whole build: -E +"), txt[:500]
+    lines = txt.splitlines()
+    first = lines[lines.index("---------------- --------------- ----------------") + 1]
+    assert first.endswith("whole build"), txt[:3000]
+    assert "include/linux/minmax.h own bytes +" in txt and "__DEFINE_MINMAX_HELPERS" in txt
 
 
 def test_check_fast_path_equals_the_full_build(env):
@@ -336,7 +399,7 @@ def test_check_fast_path_equals_the_full_build(env):
     assert p.returncode == 0, p.stderr[-3000:]
     assert "the tip gets a full build: FULL_BUILD=1" in p.stderr
     dirs = list((base / "results/check").iterdir())
-    fast = check_rows(next(d for d in dirs if not d.name.startswith("full")))
+    fast = check_rows(next(d for d in dirs if not d.name.startswith(("full", "spread"))))
     [full_dir] = [d for d in dirs if d.name.startswith("full")]
     full = check_rows(full_dir)
     assert len(fast) == len(full) > 600

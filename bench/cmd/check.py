@@ -216,7 +216,7 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
             explained = got["explained"]
         else:
             explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, explained,
-                    cache)
+                    cache, stacks=explained[0] is not witness)
             cache.put(dkey, {"explained": explained})
         by = {r["file"]: r for r in explained}
         regs = [by[r["file"]] for r in regs]

@@ -25,8 +25,12 @@ def text_at(tree, commit, at):
     return statement(p.stdout, int(line)) if p.returncode == 0 else ""
 
 
-def explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cache):
-    """Fill each regression row in place (see README, "make check results")."""
+def explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cache,
+            stacks=True):
+    """Fill each regression row in place (see README, "make check results").
+    stacks: clang's expansion stacks of the first row at the tip (a clang
+    build of its object), for a file that blew up; not for a whole build's
+    witness, whose growth is spread over many lines."""
     tip = commits[-1][2]
     subjects = [s for _, s, _ in commits]
     files = [r["file"] for r in regs]
@@ -40,7 +44,7 @@ def explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cach
     req.progress.say(f"  the tip: macros of {worst['file']}, -c counts of {len(top)} file(s)")
     tipdir.ready_at(tip)
     jobs = []
-    if not req.no_macros and cc == "gcc":       # the longest job first
+    if stacks and not req.no_macros and cc == "gcc":       # the longest job first
         jobs.append((_clang_stack, (worst["file"], worst, req, case, tree, tip, cache)))
     at_tip = (req, cache, tip, tipdir.dir, cc, ccver, chash)
     jobs += [(_count, (r["file"], r, "tip", *at_tip)) for r in top]
