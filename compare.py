@@ -188,6 +188,11 @@ def write_scan_report(results, outdir):
                                              f"{a} -> {b}")
         md += headers_report.build_markdown(sb["headers"], b)
         bench.results.write_report(outdir / "headers.md", "\n".join(md) + "\n")
+        d = hdr.diff(sa["headers"], sb["headers"], top=20)
+        regression.header_bars(headers_report.by_directory(sb["headers"]),
+                               headers_report.grew_most(d), outdir / "headers",
+                               f"bytes by header, {a} -> {b} ({pair.get('compiler')}), "
+                               f"{pair.get('package')}")
     ratios = [r["growth_ratio"] for r in rows if r["growth_ratio"]]
     if ratios:
         regression.growth_histogram(

@@ -2,6 +2,7 @@
 include entries (bench/measure/headers.py's aggregate, in each scan
 record's "headers"), for one build and between two. Pure functions from
 the aggregates to Markdown."""
+import os
 
 
 def _stats_table(items, title):
@@ -57,3 +58,19 @@ def growth_markdown(diff_rows, label, n=30):
                   f"{a.get('bytes_sole', 0):,} | {b.get('bytes_sole', 0):,} | "
                   f"{r['delta']['bytes_sole']:+,} |")
     return md + [""]
+
+
+def by_directory(agg, n=15):
+    """[(directory, own bytes)] of a build, the n largest: each header's
+    own bytes under its directory, the C files' own under "(C files)"."""
+    dirs = {"(C files)": agg["root_own"]}
+    for name, st in agg["headers"].items():
+        d = os.path.dirname(name) or "."
+        dirs[d] = dirs.get(d, 0) + st["own"]
+    return sorted(dirs.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+
+def grew_most(diff_rows, n=20):
+    """[(header, change of own bytes)] of the n largest changes."""
+    return [(r["name"], r["delta"]["own"]) for r in diff_rows["headers"][:n]
+            if r["delta"]["own"]]

@@ -167,3 +167,33 @@ def totals_plot(points, totals, builds, clean, out_base, title):
     a2.set_xlabel("series point (in order)")
     a1.set_title(title, fontsize=10)
     _save(fig, out_base, hover)
+
+
+def header_bars(by_dir, grew, out_base, title):
+    """Two panels of a build's bytes by header: own bytes by directory at B
+    (by_dir: [(dir, bytes)], largest first) and the headers whose own bytes
+    changed most from A to B (grew: [(header, change)])."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 7))
+    hover = Hover()
+    names = [d for d, _ in by_dir][::-1]
+    vals = [b for _, b in by_dir][::-1]
+    for bar, d, b in zip(a1.barh(names, vals, color="tab:blue"), names, vals):
+        hover.artist(bar, f"{d}: {value_text(b, 'bytes')} of -E output")
+    a1.xaxis.set_major_formatter(FuncFormatter(human_bytes))
+    a1.set_xlabel("own bytes over the build, at B")
+    a1.set_title("by directory of the file the bytes came from", fontsize=9)
+    a1.tick_params(axis="y", labelsize=7)
+    names = [h for h, _ in grew][::-1]
+    vals = [c for _, c in grew][::-1]
+    bars = a2.barh(names, vals, color=["tab:red" if v > 0 else "tab:green" for v in vals])
+    for bar, h, c in zip(bars, names, vals):
+        hover.artist(bar, f"{h}: {c:+,} bytes over the build")
+    a2.axvline(0, color="gray", lw=1)
+    a2.xaxis.set_major_formatter(FuncFormatter(
+        lambda v, _p=None: ("-" if v < 0 else "+") + human_bytes(abs(v))))
+    a2.set_xlabel("change of own bytes over the build, A -> B")
+    a2.set_title("headers whose own bytes changed most", fontsize=9)
+    a2.tick_params(axis="y", labelsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    _save(fig, out_base, hover)

@@ -99,7 +99,9 @@ def scans(results):
         if not report_page(d, "ranking.md"):
             continue
         p = report_html(results, d, "ranking.md", d.name, sorted(d.glob("*.png")),
-                        ["ranking.csv", "ranking.md", "pair.json"], [("scans", lst)])
+                        ["ranking.csv", "ranking.md", "pair.json"]
+                        + (["headers.md"] if (d / "headers.md").exists() else []),
+                        [("scans", lst)])
         rk = _csv(d / "ranking.csv")
         top = rk[0] if rk else None
         note = (f"{len(rk):,} files; most growth: {top['file']} "
