@@ -30,11 +30,10 @@ from bench import verdict                              # noqa: E402
 from kbuild import settings                            # noqa: E402
 from kbuild.util import (KexpandError, log,  # noqa: E402
                          main_wrapper, read_json)
-from plots import macros, page, regression, tables    # noqa: E402
+from plots import headers, macros, page, regression, tables  # noqa: E402
 from plots import check as check_report                # noqa: E402
 from plots import sweep as sweep_report                # noqa: E402
-from plots import headers as headers_report            # noqa: E402
-from bench.measure import headers as hdr               # noqa: E402
+from bench.measure import headerbuild as hdr           # noqa: E402
 from plots import trackpage                            # noqa: E402
 from plots.tables import ok                            # noqa: E402
 
@@ -181,18 +180,11 @@ def write_scan_report(results, outdir):
         raise KexpandError(f"{outdir}: the scan records of A and B are missing "
                            f"under {results}: run 'make scan A=... B=...' again")
     bench.results.write_report(outdir / "ranking.md", tables.ranking_markdown(pair, rows, sa, sb))
-    if sa.get("headers") and sb.get("headers"):
-        a, b = pair["a"]["ref"], pair["b"]["ref"]
-        md = [f"# Bytes by header, {a} .. {b} ({pair.get('compiler')})", ""]
-        md += headers_report.growth_markdown(hdr.diff(sa["headers"], sb["headers"], top=30),
-                                             f"{a} -> {b}")
-        md += headers_report.build_markdown(sb["headers"], b)
-        bench.results.write_report(outdir / "headers.md", "\n".join(md) + "\n")
-        d = hdr.diff(sa["headers"], sb["headers"], top=20)
-        regression.header_bars(headers_report.by_directory(sb["headers"]),
-                               headers_report.grew_most(d), outdir / "headers",
-                               f"bytes by header, {a} -> {b} ({pair.get('compiler')}), "
-                               f"{pair.get('package')}")
+    if sa.get("headers") and sb.get("headers"):     # bytes by header
+        d = hdr.diff(sa["headers"], sb["headers"], top=30)
+        bench.results.write_report(outdir / "headers.md", headers.markdown(pair, d, sb["headers"]))
+        regression.header_bars(headers.by_directory(sb["headers"]), headers.grew_most(d),
+                               outdir / "headers", headers.title(pair))
     ratios = [r["growth_ratio"] for r in rows if r["growth_ratio"]]
     if ratios:
         regression.growth_histogram(

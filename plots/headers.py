@@ -74,3 +74,18 @@ def grew_most(diff_rows, n=20):
     """[(header, change of own bytes)] of the n largest changes."""
     return [(r["name"], r["delta"]["own"]) for r in diff_rows["headers"][:n]
             if r["delta"]["own"]]
+
+
+def title(pair):
+    return (f"bytes by header, {pair['a']['ref']} -> {pair['b']['ref']} "
+            f"({pair.get('compiler')}), {pair.get('package')}")
+
+
+def markdown(pair, diff_rows, agg_b):
+    """headers.md of a scan pair: what changed, then B's build."""
+    a, b = pair["a"]["ref"], pair["b"]["ref"]
+    md = [f"# Bytes by header, {a} .. {b} ({pair.get('compiler')})", "",
+          "![bytes by header](headers.svg)", ""]
+    md += growth_markdown(diff_rows, f"{a} -> {b}")
+    md += build_markdown(agg_b, b)
+    return "\n".join(md) + "\n"

@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from bench.measure import headerbuild as B
 from bench.measure import headers as H
 
 
@@ -83,7 +84,7 @@ def test_twice_from_one_includer():
                          ("b.h", 2, "c.h"): (True, 100)}
     # the header itself is still dominated by the root only, and added
     assert st["headers"]["b.h"] == {"own": 10, "expanded": 110, "added": 110}
-    agg = H.aggregate([H.record(mk([("a.c", 1), ("b.h", 10)],
+    agg = B.aggregate([H.record(mk([("a.c", 1), ("b.h", 10)],
                                    [("a.c", 4, "b.h"), ("a.c", 9, "b.h")]))])
     assert agg["edges"] == {
         "a.c:4 -> b.h": {"files_sole": 0, "bytes_sole": 0, "files": 1},
@@ -118,7 +119,7 @@ def test_pseudo_files_merge_into_root():
     rec = H.record(clang)
     assert H.record_edges(rec) == [("<built-in>", 1, "k.h", 1000)]
     assert H.record_headers(rec) == {"k.h": (1000, 1000, 1000)}
-    agg = H.aggregate([H.record(gcc), rec])
+    agg = B.aggregate([H.record(gcc), rec])
     assert agg["edges"]["<command-line>:0 -> k.h"]["files_sole"] == 1
     assert agg["headers"]["k.h"]["occurrences"] == 2
     assert agg["root_own"] == 46
@@ -167,7 +168,7 @@ def test_empty_and_without_h():
     rec = H.record({"bytes": 3, "unattributed_bytes": 3, "headers": [],
                     "includes": []})
     assert H.record_root(rec) is None
-    assert H.aggregate([rec])["bytes"] == 3
+    assert B.aggregate([rec])["bytes"] == 3
     with pytest.raises(ValueError):
         H.tu_stats({"bytes": 3})
 
@@ -325,7 +326,7 @@ def test_pseudo_merge_random():
 def test_aggregate_is_sum_of_files():
     rng = random.Random(5)
     ans = [random_analysis(rng) for _ in range(40)]
-    agg = H.aggregate(H.record(a) for a in ans)
+    agg = B.aggregate(H.record(a) for a in ans)
     want_h, want_e = {}, {}
     for a in ans:
         st = H.tu_stats(a)
@@ -353,11 +354,11 @@ def test_aggregate_is_sum_of_files():
 # ------------------------------------------------------------ diff, tops
 
 def test_diff_marks_new_and_gone():
-    a = H.aggregate([H.record(mk([("a.c", 1), ("b.h", 10), ("old.h", 5)],
+    a = B.aggregate([H.record(mk([("a.c", 1), ("b.h", 10), ("old.h", 5)],
                                  [("a.c", 1, "b.h"), ("b.h", 1, "old.h")]))])
-    b = H.aggregate([H.record(mk([("a.c", 1), ("b.h", 12), ("new.h", 500)],
+    b = B.aggregate([H.record(mk([("a.c", 1), ("b.h", 12), ("new.h", 500)],
                                  [("a.c", 1, "b.h"), ("b.h", 2, "new.h")]))])
-    d = H.diff(a, b, top=10)
+    d = B.diff(a, b, top=10)
     rows = {r["name"]: r for r in d["headers"]}
     assert [r["name"] for r in d["headers"]] == ["new.h", "old.h", "b.h"]
     assert rows["new.h"]["status"] == "new" and rows["new.h"]["a"] is None
@@ -372,21 +373,21 @@ def test_diff_marks_new_and_gone():
     assert erows["b.h:1 -> old.h"]["status"] == "gone"
     assert erows["a.c:1 -> b.h"]["delta"]["bytes_sole"] == 497
     assert [r["name"] for r in d["edges"]][0] == "b.h:2 -> new.h"
-    assert H.diff(a, b, top=1)["headers"] == d["headers"][:1]
-    assert H.diff(a, a) == {"headers": [], "edges": []}
-    grow = H.top_growth(a, b, n=5)
+    assert B.diff(a, b, top=1)["headers"] == d["headers"][:1]
+    assert B.diff(a, a) == {"headers": [], "edges": []}
+    grow = B.top_growth(a, b, n=5)
     assert [r["name"] for r in grow] == ["new.h", "b.h"]
-    assert [r["name"] for r in H.top_growth(a, b, by="occurrences")] == \
+    assert [r["name"] for r in B.top_growth(a, b, by="occurrences")] == \
         ["new.h"]
 
 
 def test_top_tables():
-    agg = H.aggregate([H.record(mk([("a.c", 1), ("b.h", 10), ("c.h", 100)],
+    agg = B.aggregate([H.record(mk([("a.c", 1), ("b.h", 10), ("c.h", 100)],
                                    [("a.c", 1, "b.h"), ("b.h", 1, "c.h")]))])
-    assert [k for k, _ in H.top_headers(agg, "own")] == ["c.h", "b.h"]
-    assert [k for k, _ in H.top_headers(agg, "added")] == ["b.h", "c.h"]
-    assert [k for k, _ in H.top_headers(agg, "own", n=1)] == ["c.h"]
-    assert [k for k, _ in H.top_edges(agg)] == ["a.c:1 -> b.h", "b.h:1 -> c.h"]
+    assert [k for k, _ in B.top_headers(agg, "own")] == ["c.h", "b.h"]
+    assert [k for k, _ in B.top_headers(agg, "added")] == ["b.h", "c.h"]
+    assert [k for k, _ in B.top_headers(agg, "own", n=1)] == ["c.h"]
+    assert [k for k, _ in B.top_edges(agg)] == ["a.c:1 -> b.h", "b.h:1 -> c.h"]
 
 
 def test_json_round_trip():
@@ -397,10 +398,10 @@ def test_json_round_trip():
     recs = [H.record(a) for a in ans]
     back = [json.loads(json.dumps(r)) for r in recs]
     assert back == recs
-    agg = H.aggregate(back)
-    assert agg == H.aggregate(recs)
+    agg = B.aggregate(back)
+    assert agg == B.aggregate(recs)
     assert json.loads(json.dumps(agg)) == agg
-    d = H.diff(agg, H.aggregate(back[:10]))
+    d = B.diff(agg, B.aggregate(back[:10]))
     assert json.loads(json.dumps(d)) == d
 
 
@@ -408,7 +409,7 @@ def test_record_version_checked():
     rec = H.record(mk([("a.c", 1)]))
     rec["v"] = 0
     with pytest.raises(ValueError):
-        H.aggregate([rec])
+        B.aggregate([rec])
 
 
 # ------------------------------------------------------------ speed

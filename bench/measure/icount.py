@@ -18,7 +18,6 @@ killed with its process group (timing.TimedOut)."""
 import contextlib
 import fcntl
 import hashlib
-import os
 import shlex
 import shutil
 import tempfile

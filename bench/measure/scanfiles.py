@@ -15,7 +15,7 @@ from kbuild import kcmd, sandbox
 from kbuild.proc import run
 from kbuild.util import KexpandError
 
-from . import headers
+from . import headerbuild, headers
 from .expansion import analyze, tree_path
 
 HOT_LINES = 5       # the hottest source lines kept per file (make check reports them)
@@ -267,7 +267,7 @@ def summary(files, measured, wall, workers):
             "ideal_seconds": round(ideal, 2),
             "overhead_ratio": round(wall / ideal, 3) if ideal else None,
             # bytes by header and include entry over the build (headers.py)
-            "headers": headers.aggregate(inc[rel] for rel in sorted(inc)),
+            "headers": headerbuild.aggregate(inc[rel] for rel in sorted(inc)),
             "file_headers": inc}
 
 

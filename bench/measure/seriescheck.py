@@ -19,7 +19,7 @@ from kbuild import build, builddir, kcmd, series
 from kbuild.gitops import git
 from kbuild.util import KexpandError
 
-from . import cost, headers, macros, scanfiles
+from . import cost, headerbuild, headers, macros, scanfiles
 from .expansion import measure_file
 
 # a file whose growth is under this many bytes is never a regression,
@@ -102,7 +102,7 @@ def header_changes(scan_base, scan_tip, inc_base, inc_tip, top=10):
     ha, hb = scan_base.get("headers"), scan_tip.get("headers")
     if not ha or not hb:
         return None
-    d = headers.diff(ha, hb, top=top)
+    d = headerbuild.diff(ha, hb, top=top)
     out = {"headers": d["headers"], "edges": d["edges"], "top": None}
     grown = [r for r in d["headers"] if r["delta"]["own"] > 0]
     if grown and inc_tip:
