@@ -261,8 +261,8 @@ static void add_edge(uint32_t includer, uint64_t line, uint32_t header)
 	edge_tab[j] = (uint32_t)++nedges;
 }
 
-/* -H: a marker with flags named cur_file; before it the current file
- * was was (had: there was one) */
+/* -H: a marker with flags has named cur_file; the current file before
+ * it was "was" (if "had": there was one) */
 static void follow_include(const struct kx_marker *m, int had, uint32_t was)
 {
 	if (m->flags & KX_FLAG_ENTER) {
