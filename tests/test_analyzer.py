@@ -500,9 +500,10 @@ def test_headers_match_reference_across_chunks(seed, tmp_path):
     f.write_bytes(data)
     with f.open("rb") as stdin:
         a = check_headers(analyze(data, top=10, stdin=stdin, hdr=True))
-    assert a == reference(data, top=10, hdr=True)
+    want = reference(data, top=10, hdr=True)
+    assert a == want
     assert len(a["includes"]) > 20
-    assert analyze(data, top=3, hdr=True) == reference(data, top=3, hdr=True)
+    assert analyze(data, top=3, hdr=True) == {**want, "top": want["top"][:3]}   # a pipe
 
 
 REAL = {"main.c": '#include "outer.h"\n\n#include "inner.h"\nint main(void)\n{\n'

@@ -35,8 +35,8 @@ from pathlib import Path
 import pytest
 
 from test_analyzer import (ANALYZER, CHUNK, IncludeLines, analyze, check_headers, directive,
-                           directive_line, gen_lines, generate, generate_includes, reference,
-                           text)
+                           directive_line, gen_lines, generate, generate_includes,
+                           header_reference, reference, text)
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = REPO / "bench" / "tools"
@@ -72,10 +72,11 @@ def test_analyzer_matches_reference(batch, tmp_path):
         data, top = small_case(seed)
         got = run(ANALYZER, data, ["-n", str(top)],
                   via_file=tmp_path / "in.i" if seed % 2 else None)
-        assert got == reference(data, top), f"seed {seed}: {data[:300]!r}"
+        want = reference(data, top)
+        assert got == want, f"seed {seed}: {data[:300]!r}"
         got = check_headers(run(ANALYZER, data, ["-H", "-n", str(top)],
                                 via_file=tmp_path / "in.i" if seed % 2 == 0 else None))
-        assert got == reference(data, top, hdr=True), f"seed {seed} -H: {data[:300]!r}"
+        assert got == {**want, **header_reference(data)}, f"seed {seed} -H: {data[:300]!r}"
 
 
 def include_case(seed):
@@ -138,9 +139,10 @@ def test_analyzer_across_read_boundaries(seed, tmp_path):
         reference(data, 100_000)
     # one input ending exactly at a boundary, without a final newline
     data = data[:17 * CHUNK] if len(data) > 17 * CHUNK else data + b"z" * (17 * CHUNK - len(data))
-    assert run(ANALYZER, data, ["-n", "7"], via_file=tmp_path / "in.i") == reference(data, 7)
+    want = reference(data, 7)
+    assert run(ANALYZER, data, ["-n", "7"], via_file=tmp_path / "in.i") == want
     assert check_headers(run(ANALYZER, data, ["-H", "-n", "7"], via_file=tmp_path / "in.i")) \
-        == reference(data, 7, hdr=True)
+        == {**want, **header_reference(data)}
 
 
 @pytest.mark.parametrize("seed", [21, 22, 23, 24])

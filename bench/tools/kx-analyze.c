@@ -92,6 +92,7 @@ static size_t name_tab_size;
 /* -H */
 static int hflag;
 static uint64_t unattributed;
+static uint64_t run_start;          /* where the current file's lines began */
 static struct include {
 	uint32_t includer, header;  /* indices into files[] */
 } *stack;                           /* the open includes, innermost last */
@@ -220,7 +221,7 @@ static size_t mark_len, mark_cap, mark_checked;
 static char tail[PATMAX];
 static size_t tail_len;
 
-static uint64_t total_bytes, total_lines, marker_lines, code_bytes;
+static uint64_t total_bytes, total_lines, marker_lines, code_bytes, marker_bytes;
 static uint64_t longest, longest_file_line;
 static uint32_t longest_file;
 static int longest_has_file;
@@ -260,8 +261,8 @@ static void add_edge(uint32_t includer, uint64_t line, uint32_t header)
 	edge_tab[j] = (uint32_t)++nedges;
 }
 
-/* -H: a marker with flags named cur_file; before it the current file
- * was was (had: there was one) */
+/* -H: a marker with flags has named cur_file; the current file before
+ * it was "was" (if "had": there was one) */
 static void follow_include(const struct kx_marker *m, int had, uint32_t was)
 {
 	if (m->flags & KX_FLAG_ENTER) {
@@ -291,6 +292,18 @@ static void follow_include(const struct kx_marker *m, int had, uint32_t was)
 	}
 }
 
+/* -H: the lines before offset upto (a line's start) since run_start are
+ * the current file's; nothing is done per line, only here, at each
+ * directive that names a file, and at the end */
+static void end_run(uint64_t upto)
+{
+	if (have_file)
+		files[cur_file].own += upto - run_start;
+	else
+		unattributed += upto - run_start;
+	run_start = upto;
+}
+
 static void set_position(const struct kx_marker *m)
 {
 	static char *d;
@@ -298,6 +311,8 @@ static void set_position(const struct kx_marker *m)
 	if (m->name) {
 		uint32_t was = cur_file;
 		int had = have_file;
+		if (hflag)
+			end_run(code_bytes + marker_bytes);
 		if (m->name_len + 1 > d_cap)
 			d = xrealloc(d, d_cap = 2 * (m->name_len + 1));
 		cur_file = intern(d, kx_unescape(d, m->name, m->name_len));
@@ -354,6 +369,7 @@ static void end_line(void)
 	if (maybe_marker && kx_marker(mark, mark_len, 1, &m) == 1) {
 		marker_lines++;
 		set_position(&m);
+		marker_bytes += line_len;
 	} else {
 		if (maybe_marker)
 			mark_is_code();
@@ -371,13 +387,6 @@ static void end_line(void)
 			longest_has_file = have_file;
 		}
 		cur_line++;
-	}
-	if (hflag) {
-		/* the line is the file's that is current after it */
-		if (have_file)
-			files[cur_file].own += line_len;
-		else
-			unattributed += line_len;
 	}
 	total_lines++;
 	at_line_start = 1;
@@ -488,6 +497,8 @@ int main(int argc, char **argv)
 	}
 	if (!at_line_start)
 		end_line();
+	if (hflag)
+		end_run(total_bytes);
 
 	struct entry **v = xrealloc(NULL, (tab_used + 1) * sizeof(*v));
 	size_t m = 0;
