@@ -52,8 +52,10 @@ T := bench/tools
 TOOLS := $(T)/kx-analyze $(T)/kx-macros $(T)/kx-macrostack $(T)/kx-icount.so
 all: $(TOOLS)
 
-$(T)/kx-analyze: $(T)/kx-analyze.c $(T)/kx-json.h $(T)/kx-marker.h
-	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ $<
+KX_ANALYZE := $(T)/kx-analyze.c $(T)/kx-includes.c $(T)/kx-names.c
+$(T)/kx-analyze: $(KX_ANALYZE) $(T)/kx-includes.h $(T)/kx-names.h $(T)/kx-alloc.h \
+		$(T)/kx-json.h $(T)/kx-marker.h
+	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ $(KX_ANALYZE)
 
 $(T)/kx-macros: $(T)/kx-macros.c $(T)/kx-srcmap.c $(T)/kx-srcmap.h $(T)/kx-json.h \
 		$(T)/kx-marker.h

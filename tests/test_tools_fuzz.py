@@ -504,7 +504,8 @@ def sanitized(tmp_path_factory):
     d = tmp_path_factory.mktemp("asan")
     flags = ["gcc", "-O1", "-g", "-std=gnu11", "-fsanitize=address,undefined",
              "-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror"]
-    subprocess.run(flags + ["-o", str(d / "kx-analyze"), str(TOOLS / "kx-analyze.c")], check=True)
+    subprocess.run(flags + ["-o", str(d / "kx-analyze")] + [str(TOOLS / f) for f in (
+        "kx-analyze.c", "kx-includes.c", "kx-names.c")], check=True)
     subprocess.run(flags + ["-o", str(d / "kx-macros"), str(TOOLS / "kx-macros.c"),
                             str(TOOLS / "kx-srcmap.c")], check=True)
     return d, dict(os.environ, ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")

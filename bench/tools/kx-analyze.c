@@ -37,15 +37,8 @@
  * Attribution: a line (with its '\n', as "bytes" counts) belongs to the
  * file that is current after it: a directive naming a file to that file,
  * every other line (a directive without a name too) to the current file;
- * so the OWN_BYTES and unattributed_bytes add up to "bytes".
- * Includes follow the flags of the markers (kx-marker.h): a marker with
- * flag 1 naming H, read while the current file is C, opens an include of
- * H by C (on a stack; no current file: none); else one with flag 2 naming
- * F closes the innermost open include whose includer is F, and any open
- * above it (never returned from: LINE 0); none by F: nothing. Its LINE is
- * N - 1 of the flag-2 marker "# N "F" 2" (gcc and clang write N = L + 1
- * after an #include on line L), 0 if N is 0 (gcc's "# 0 "<command-line>"
- * 2"). #line has no flags; flags 3 and 4 mean nothing here.
+ * so the OWN_BYTES and unattributed_bytes add up to "bytes". Includes
+ * follow the markers' flags 1 (enter) and 2 (return): kx-includes.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -55,20 +48,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kx-alloc.h"
+#include "kx-includes.h"
 #include "kx-json.h"
 #include "kx-marker.h"
+#include "kx-names.h"
 
 #define CHUNK (1 << 20)
 #define NPAT 3
 
-static const char *const pat[NPAT] = {
-	"__builtin_choose_expr", "({", "__UNIQUE_ID_",
-};
+static const char *const pat[NPAT] = { "__builtin_choose_expr", "({", "__UNIQUE_ID_" };
 static size_t patlen[NPAT];
 #define PATMAX 21 /* strlen("__builtin_choose_expr") */
 
 struct entry {
-	uint32_t file;    /* index into files[], +1 (0: empty slot) */
+	uint32_t file;    /* index into kx_files[], +1 (0: empty slot) */
 	uint64_t line;
 	uint64_t bytes;
 	uint64_t lines;   /* output lines attributed */
@@ -78,95 +72,9 @@ struct entry {
 static struct entry *tab;
 static size_t tab_size, tab_used;
 
-static struct name {
-	char *s;
-	size_t n;
-	uint64_t hash;
-	uint64_t own;     /* -H: bytes of the lines that belong to the file */
-} *files;
-static size_t nfiles, files_cap;
-/* files[] by name: index + 1 (0: empty slot), open addressing */
-static uint32_t *name_tab;
-static size_t name_tab_size;
-
-/* -H */
-static int hflag;
+static int hflag;                   /* -H */
 static uint64_t unattributed;
 static uint64_t run_start;          /* where the current file's lines began */
-static struct include {
-	uint32_t includer, header;  /* indices into files[] */
-} *stack;                           /* the open includes, innermost last */
-static size_t depth, stack_cap;
-static struct edge {
-	uint32_t includer, header;
-	uint64_t line;
-} *edges;                           /* distinct, in the order closed */
-static size_t nedges, edges_cap;
-static uint32_t *edge_tab;          /* edges[] index + 1 (0: empty slot) */
-static size_t edge_tab_size;
-
-static void *xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n);
-	if (!p) {
-		fprintf(stderr, "kx-analyze: out of memory\n");
-		exit(2);
-	}
-	return p;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-	if (!p) {
-		fprintf(stderr, "kx-analyze: out of memory\n");
-		exit(2);
-	}
-	return p;
-}
-
-static uint64_t name_hash(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;     /* FNV-1a */
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return h ^ (h >> 32);
-}
-
-static uint32_t intern(const char *s, size_t n)
-{
-	/* a hash: a kernel file names ~1,000 files, and every #include
-	 * writes two markers (enter and return), each looked up here */
-	uint64_t h = name_hash(s, n);
-	if (2 * (nfiles + 1) > name_tab_size) {
-		free(name_tab);
-		name_tab_size = name_tab_size ? 2 * name_tab_size : 256;
-		name_tab = xcalloc(name_tab_size, sizeof(*name_tab));
-		for (size_t i = 0; i < nfiles; i++) {
-			size_t j = files[i].hash & (name_tab_size - 1);
-			while (name_tab[j])
-				j = (j + 1) & (name_tab_size - 1);
-			name_tab[j] = (uint32_t)i + 1;
-		}
-	}
-	size_t j = h & (name_tab_size - 1);
-	for (; name_tab[j]; j = (j + 1) & (name_tab_size - 1)) {
-		struct name *f = &files[name_tab[j] - 1];
-		if (f->hash == h && f->n == n && memcmp(f->s, s, n) == 0)
-			return name_tab[j] - 1;
-	}
-	if (nfiles == files_cap) {
-		files_cap = files_cap ? 2 * files_cap : 64;
-		files = xrealloc(files, files_cap * sizeof(*files));
-	}
-	files[nfiles].s = xrealloc(NULL, n + 1);
-	files[nfiles].n = n;
-	files[nfiles].hash = h;
-	files[nfiles].own = 0;
-	memcpy(files[nfiles].s, s, n);
-	name_tab[j] = (uint32_t)nfiles + 1;
-	return (uint32_t)nfiles++;
-}
 
 static uint64_t hash(uint32_t f, uint64_t l)
 {
@@ -227,78 +135,13 @@ static uint32_t longest_file;
 static int longest_has_file;
 static uint64_t totals[NPAT];
 
-static uint64_t edge_hash(const struct edge *e)
-{
-	return hash(e->includer ^ e->header << 16 ^ e->header >> 16, e->line);
-}
-
-/* -H: the include edge (includer, line, header), once */
-static void add_edge(uint32_t includer, uint64_t line, uint32_t header)
-{
-	if (2 * (nedges + 1) > edge_tab_size) {
-		free(edge_tab);
-		edge_tab_size = edge_tab_size ? 2 * edge_tab_size : 1024;
-		edge_tab = xcalloc(edge_tab_size, sizeof(*edge_tab));
-		for (size_t i = 0; i < nedges; i++) {
-			size_t j = edge_hash(&edges[i]) & (edge_tab_size - 1);
-			while (edge_tab[j])
-				j = (j + 1) & (edge_tab_size - 1);
-			edge_tab[j] = (uint32_t)i + 1;
-		}
-	}
-	struct edge e = { includer, header, line };
-	size_t j = edge_hash(&e) & (edge_tab_size - 1);
-	for (; edge_tab[j]; j = (j + 1) & (edge_tab_size - 1)) {
-		const struct edge *o = &edges[edge_tab[j] - 1];
-		if (o->includer == includer && o->header == header && o->line == line)
-			return;
-	}
-	if (nedges == edges_cap) {
-		edges_cap = edges_cap ? 2 * edges_cap : 256;
-		edges = xrealloc(edges, edges_cap * sizeof(*edges));
-	}
-	edges[nedges] = e;
-	edge_tab[j] = (uint32_t)++nedges;
-}
-
-/* -H: a marker with flags has named cur_file; the current file before
- * it was "was" (if "had": there was one) */
-static void follow_include(const struct kx_marker *m, int had, uint32_t was)
-{
-	if (m->flags & KX_FLAG_ENTER) {
-		if (!had)
-			return;
-		if (depth == stack_cap) {
-			stack_cap = stack_cap ? 2 * stack_cap : 64;
-			stack = xrealloc(stack, stack_cap * sizeof(*stack));
-		}
-		stack[depth].includer = was;
-		stack[depth].header = cur_file;
-		depth++;
-	} else if (m->flags & KX_FLAG_RETURN) {
-		/* close the innermost include by cur_file, and those above it
-		 * (never returned from: LINE 0) */
-		size_t k = depth;
-		while (k > 0 && stack[k - 1].includer != cur_file)
-			k--;
-		if (!k)
-			return;
-		while (depth >= k) {
-			depth--;
-			add_edge(stack[depth].includer,
-				 depth == k - 1 && m->line ? m->line - 1 : 0,
-				 stack[depth].header);
-		}
-	}
-}
-
 /* -H: the lines before offset upto (a line's start) since run_start are
  * the current file's; nothing is done per line, only here, at each
  * directive that names a file, and at the end */
 static void end_run(uint64_t upto)
 {
 	if (have_file)
-		files[cur_file].own += upto - run_start;
+		kx_files[cur_file].own += upto - run_start;
 	else
 		unattributed += upto - run_start;
 	run_start = upto;
@@ -315,10 +158,10 @@ static void set_position(const struct kx_marker *m)
 			end_run(code_bytes + marker_bytes);
 		if (m->name_len + 1 > d_cap)
 			d = xrealloc(d, d_cap = 2 * (m->name_len + 1));
-		cur_file = intern(d, kx_unescape(d, m->name, m->name_len));
+		cur_file = kx_intern(d, kx_unescape(d, m->name, m->name_len));
 		have_file = 1;
 		if (hflag && m->flags)
-			follow_include(m, had, was);
+			kx_include_follow(m->flags, m->line, had, was, cur_file);
 	}
 	cur_line = m->line;
 }
@@ -513,7 +356,7 @@ int main(int argc, char **argv)
 	printf(", \"longest_line_at\": ");
 	if (longest_has_file) {
 		printf("{\"file\": ");
-		json_strn(files[longest_file].s, files[longest_file].n);
+		json_strn(kx_files[longest_file].s, kx_files[longest_file].n);
 		printf(", \"line\": %llu}", (unsigned long long)longest_file_line);
 	} else {
 		printf("null");
@@ -526,7 +369,7 @@ int main(int argc, char **argv)
 	printf(", \"source_lines\": %zu, \"top\": [", m);
 	for (size_t i = 0; i < m && (long)i < top; i++) {
 		printf("%s{\"file\": ", i ? ", " : "");
-		json_strn(files[v[i]->file - 1].s, files[v[i]->file - 1].n);
+		json_strn(kx_files[v[i]->file - 1].s, kx_files[v[i]->file - 1].n);
 		printf(", \"line\": %llu, \"bytes\": %llu, \"out_lines\": %llu, "
 		       "\"choose_expr\": %llu, \"stmt_expr\": %llu, \"unique_id\": %llu}",
 		       (unsigned long long)v[i]->line, (unsigned long long)v[i]->bytes,
@@ -538,20 +381,14 @@ int main(int argc, char **argv)
 	printf("]");
 	if (hflag) {
 		printf(", \"headers\": [");
-		for (size_t i = 0; i < nfiles; i++) {
+		for (size_t i = 0; i < kx_nfiles; i++) {
 			printf("%s[", i ? ", " : "");
-			json_strn(files[i].s, files[i].n);
-			printf(", %llu]", (unsigned long long)files[i].own);
+			json_strn(kx_files[i].s, kx_files[i].n);
+			printf(", %llu]", (unsigned long long)kx_files[i].own);
 		}
 		printf("], \"unattributed_bytes\": %llu, \"includes\": [",
 		       (unsigned long long)unattributed);
-		for (size_t i = 0; i < depth; i++)      /* still open */
-			add_edge(stack[i].includer, 0, stack[i].header);
-		for (size_t i = 0; i < nedges; i++)
-			printf("%s[%lu, %llu, %lu]", i ? ", " : "",
-			       (unsigned long)edges[i].includer,
-			       (unsigned long long)edges[i].line,
-			       (unsigned long)edges[i].header);
+		kx_include_print();
 		printf("]");
 	}
 	printf("}\n");
