@@ -24,7 +24,8 @@ PKGS_test  := $(PKGS_bench) python3-pytest chromium linux-source-6.12
 KX_VARS := A B FILE FILES GOOD BAD KERNEL POINTS CASE RUNS JOBS BOOT_TIMEOUT ICOUNT_CAP \
            THRESHOLD TOTAL_THRESHOLD NO_TIME NO_BOOT NO_MACROS WRITE_FOCUS CONFIG KCONFIG KEXPAND_WORK KEXPAND_RESULTS \
            DASK_SCHEDULER POINT N PATCHES BASE NAME RANGE EVERY SCAN MAX_COMMITS FULL_BUILD \
-           SANDBOX E_TIME_LIMIT E_MEM_LIMIT DASK_TLS_CA DASK_TLS_CERT DASK_TLS_KEY DASK_INSECURE
+           SANDBOX E_TIME_LIMIT E_MEM_LIMIT DASK_TLS_CA DASK_TLS_CERT DASK_TLS_KEY DASK_INSECURE \
+           REPORT_FROM REPORTED_BY REPORT_URL
 # The names of every variable on the command line, so that a misspelt one
 # (FIELS=) or one the target does not take is named instead of ignored.
 export KX_GIVEN := $(filter-out PY CC_HOST,$(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))

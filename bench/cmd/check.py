@@ -251,6 +251,15 @@ def rules(d):
                                      ("tip failure", d["failures"])) if fired]
 
 
+def mail_of(posted):
+    """What a reply needs of the mail that names the series (the cover
+    letter, else the first patch): None for a series read from commits."""
+    m = posted and (posted.cover or posted.patches[0])
+    return m and {"message_id": m.message_id or None, "from": m.author,
+                  "to": list(m.to), "cc": list(m.cc),
+                  "subject": " ".join(filter(None, (m.prefix.text, m.subject)))}
+
+
 def record(req, name, posted, base_ref, base, commits, repo, package, config, per_cc,
            ratios, reason, ident, seconds):
     """check.json (README, "make check results")."""
@@ -263,6 +272,7 @@ def record(req, name, posted, base_ref, base, commits, repo, package, config, pe
                    "version": posted.version if posted else None,
                    "key": mbox.series_key(posted) if posted else None,
                    "sources": [str(s) for s in posted.sources] if posted else [],
+                   "mail": mail_of(posted),
                    "patches": [{"n": i, "of": n, "subject": s, "commit": c,
                                 "prefix": pre.get(s, "")} for i, s, c in commits]},
         "base": {"ref": base_ref, "commit": base, "subject": trees.subject(repo, base)

@@ -26,7 +26,7 @@ TARGETS = {
     "sweep": {"FILE", "POINT", "N", "CONFIG"},
     "check": {"PATCHES", "BASE", "A", "B", "KERNEL", "CC", "CONFIG", "KCONFIG",
               "THRESHOLD", "TOTAL_THRESHOLD", "NO_MACROS", "ICOUNT_CAP", "NAME",
-              "FULL_BUILD",
+              "FULL_BUILD", "REPORT_FROM", "REPORTED_BY", "REPORT_URL",
               *DASK},
     "track": {"RANGE", "EVERY", "KERNEL", "FILES", "CC", "CONFIG", "KCONFIG",
               "SCAN", "NAME", "ICOUNT_CAP", "MAX_COMMITS", "NO_MACROS", *DASK},

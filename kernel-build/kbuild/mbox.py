@@ -66,6 +66,8 @@ class Patch:
     kind: str = "patch"         # patch, cover or reply
     message_id: str = ""        # its Message-ID, <> stripped
     in_reply_to: str = ""       # the Message-ID it answers (or its last Reference)
+    to: tuple = ()              # its To: and Cc: addresses (a reply's recipients)
+    cc: tuple = ()
 
     @property
     def where(self):
@@ -136,6 +138,8 @@ def read_mail(raw, source, index, dump=False):
         subject, author, date = (str(msg.get(h, "")) for h in ("subject", "from", "date"))
         text = "".join(_decode(p) for p in msg.walk() if not p.is_multipart())
         ids = [str(msg.get(h, "")) for h in ("message-id", "in-reply-to", "references")]
+        to, cc = (tuple(f"{n} <{a}>" if n else a for n, a in email.utils.getaddresses(
+            [str(v) for v in msg.get_all(h, [])]) if a) for h in ("to", "cc"))
     except (ValueError, LookupError, TypeError, IndexError) as e:
         raise KexpandError(f"{_where(source, index)}: cannot read this mail: {e}")
     lines = [l for l in text.split("\n") if l]
@@ -170,7 +174,7 @@ def read_mail(raw, source, index, dump=False):
     return Patch(Path(source), index, subject, prefix, f"{name or addr} <{addr}>", iso,
                  raw, text, b"\r\n" in raw or "\r\n" in text, kind,
                  next(iter(msgids[0]), ids[0].strip()),
-                 next(iter(msgids[1] or msgids[2][-1:]), ""))
+                 next(iter(msgids[1] or msgids[2][-1:]), ""), to, cc)
 
 
 def _decode(part):

@@ -9,7 +9,8 @@ KEXPAND_CASES, KEXPAND_TARBALL, CASE, POINTS, FILES, KX_CC (make's CC=
 from the command line), KERNEL, A, B, FILE, GOOD, BAD, THRESHOLD,
 TOTAL_THRESHOLD, RUNS, JOBS, BOOT_TIMEOUT, ICOUNT_CAP, E_TIME_LIMIT, E_MEM_LIMIT, DASK_SCHEDULER,
 DASK_TLS_CA, DASK_TLS_CERT, DASK_TLS_KEY, DASK_INSECURE, POINT, N, NO_TIME,
-NO_BOOT, NO_MACROS, WRITE_FOCUS."""
+NO_BOOT, NO_MACROS, WRITE_FOCUS, REPORT_FROM, REPORT_URL, REPORTED_BY
+(make check's CI files: ci/README.md)."""
 import math
 import os
 import re
@@ -71,6 +72,9 @@ class Request:
     full_build: bool = False          # FULL_BUILD=1 (make check: no fast path)
     no_sandbox: bool = False          # SANDBOX=0: builds run bare (trusted series only)
     max_commits: int = 2000           # MAX_COMMITS= (make track)
+    report_from: str = "kexpand <kexpand@localhost>"  # REPORT_FROM=: report.eml's From:
+    reported_by: str | None = None    # REPORTED_BY=: its Reported-by: (default REPORT_FROM)
+    report_url: str | None = None     # REPORT_URL=: where results/check/ is served
     top: int = 20
     repeat: int = 10
     # set by the stages, not by the user
@@ -165,6 +169,7 @@ def from_env(command, args=None, env=None):
     _names(req, get)
     _kernel_apart(req)
     _config(req, get)
+    _report(req, get)
     for key, envname in (("no_time", "NO_TIME"), ("no_boot", "NO_BOOT"),
                           ("no_macros", "NO_MACROS"), ("scan", "SCAN"),
                           ("full_build", "FULL_BUILD"), ("no_sandbox", "SANDBOX"),
@@ -327,6 +332,29 @@ def _names(req, get):
 
 
 REFS = ("a", "b", "good", "bad", "point", "base")
+
+
+def _report(req, get):
+    """REPORT_FROM=, REPORTED_BY= (addresses) and REPORT_URL= (an http(s)
+    URL under patchwork's 200 characters, leaving room for a check's name)."""
+    import email.utils
+    for key, envname in (("report_from", "REPORT_FROM"), ("reported_by", "REPORTED_BY")):
+        v = get(key, envname)
+        if v is None:
+            continue
+        name, addr = email.utils.parseaddr(v.strip())
+        if not re.fullmatch(r"[^@\s<>]+@[^@\s<>]+", addr or "") or "\n" in v:
+            raise KexpandError(f"{envname}={v!r}: give a mail address, for example "
+                               f'{envname}="kexpand CI <ci@example.org>"')
+        setattr(req, key, v.strip())
+    url = get("report_url", "REPORT_URL")
+    if url is not None:
+        url = url.strip()
+        if not re.fullmatch(r"https?://[^\s]+", url) or len(url) > 120:
+            raise KexpandError(f"REPORT_URL={url!r}: give the http(s) URL (at most 120 "
+                               "characters) where results/check/ is served, for example "
+                               "REPORT_URL=https://ci.example.org/kexpand/check")
+        req.report_url = url
 
 
 def _kernel_apart(req):
