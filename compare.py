@@ -32,6 +32,7 @@ from kbuild.util import (KexpandError, log,  # noqa: E402
                          main_wrapper, read_json)
 from plots import headers, macros, page, regression, tables  # noqa: E402
 from plots import check as check_report                # noqa: E402
+from plots import ci                                     # noqa: E402
 from plots import sweep as sweep_report                # noqa: E402
 from bench.measure import headerbuild as hdr           # noqa: E402
 from plots import trackpage                            # noqa: E402
@@ -194,8 +195,9 @@ def write_scan_report(results, outdir):
     return rows
 
 
-def write_check_reports(results):
-    """report.txt and report.md of every make check (cheap: text only)."""
+def write_check_reports(results, req=None):
+    """report.txt and report.md of every make check (cheap: text only),
+    and beside them the CI files (plots/ci.py, ci/README.md)."""
     done = []
     for j in sorted((results / "check").glob("*/check.json")):
         rec = read_json(j)
@@ -209,6 +211,9 @@ def write_check_reports(results):
             continue
         bench.results.write_report(j.parent / "report.txt", txt)
         bench.results.write_report(j.parent / "report.md", md)
+        who = (req.report_from, req.reported_by, req.report_url) if req else (ci.SENDER,)
+        for name, data in ci.files(rec, txt, j.parent.name, *who).items():
+            bench.results.atomic_write(j.parent / name, data)
         done.append(j.parent)
     return done
 
@@ -375,7 +380,7 @@ def main(argv=None):
     if args.compare or args.scan:
         args.pair = bench.results.report_dir(req, command, req.a or "", req.b or "")
     if args.check:
-        for d in write_check_reports(results):
+        for d in write_check_reports(results, req):
             log(f"wrote {d / 'report.txt'}")
     elif args.sweep:
         print(write_sweep_report(results, req.point or "", req.file or ""))
@@ -387,7 +392,7 @@ def main(argv=None):
         print((Path(args.pair) / "report.md").read_text())
     elif not (args.index or args.track):    # make plots: everything
         write_series(results, req.case)
-        write_check_reports(results)
+        write_check_reports(results, req)
         redraw_sweeps(results)
     if not (args.index or args.check or args.scan or args.sweep):
         write_tracks(results)   # a compare may be a track's commit against its parent
