@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from test_check import BAD_SERIES, SETUP, series_mbox, user_tree
+from test_check import BAD_SERIES, SETUP, spread_diff, series_mbox, user_tree
 from test_faults import PY, REPO, fake  # noqa: F401
 
 NIPA_TEST = REPO / "ci/nipa/kexpand-expansion"
@@ -115,6 +115,17 @@ def test_nipa_patch_and_series_tests(fake, tmp_path):
     rec = json.loads((res / "s/kexpand-expansion/check.json").read_text())
     assert len(rec["series"]["patches"]) == 3 and rec["tip"]["commit"] == tip
     assert rec["base"]["commit"] == g("rev-parse", "net-next").stdout.decode().strip()
+    # a warning (250): the whole build over half of TOTAL_THRESHOLD, under it
+    g("checkout", "-q", "-b", "spread", "net-next")
+    g("am", "-q", str(series_mbox(tmp_path / "s.mbox", [("minmax: clamp helpers",
+                                                         spread_diff())], cover=False)))
+    rc, out, desc = nipa(tree, res / "w", dict(env, THRESHOLD="100000%",
+                                               TOTAL_THRESHOLD="3000%"), "net-next", True)
+    assert rc == 250, out
+    assert desc.startswith("expansion: 0 files over +100000%; whole build +")
+    assert desc.endswith("; warning: over half of +3000%\n"), desc
+    assert json.loads((res / "w/kexpand-expansion/patchwork-check.json").read_text()
+                      )["state"] == "warning"
     # kexpand failing is never success: a bad setting is exit 2, said in the line
     rc, out, desc = nipa(tree, res / "bad", dict(env, THRESHOLD="ten"), "net-next")
     assert rc == 2 and desc.startswith("kexpand failed: exit 2 (user error): THRESHOLD="), desc
@@ -174,10 +185,12 @@ def test_b4_check_prep_and_am(fake, tmp_path):
     assert re.fullmatch(rf"ERROR: {SETUP}: preprocessed size \d+ B -> [\d.]+ kB "
                         r"\(x\d+\.\d\d\), line \d+", lines[0]), lines
     assert all(l.startswith(("ERROR:", "WARNING:")) for l in lines)
-    rec = json.loads(next((tmp_path / "b4").glob("*/results/check/*/check.json")).read_text())
+    [rec] = [r for r in (json.loads(j.read_text()) for j in (tmp_path / "b4").glob(
+        "*/results/check/*/check.json")) if r["verdict"] == "regression"]
     assert rec["base"]["commit"] == g("rev-parse", "HEAD~2").stdout.decode().strip()
     eml = email.message_from_bytes(next((tmp_path / "b4").glob(
-        "*/results/check/*/report.eml")).read_bytes(), policy=email.policy.default)
+        f"*/results/check/{rec['name']}*/report.eml")).read_bytes(),
+        policy=email.policy.default)
     assert eml["In-Reply-To"] is None and eml["References"] is None
     assert "had no Message-ID" in eml.get_content()
     # am: the series not applied (HEAD is the base), a mail from lore
