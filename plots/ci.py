@@ -131,7 +131,8 @@ def findings(rec):
         if w.get("verdict") == "regression":
             out.append(f"ERROR: whole build{tag}: preprocessed size {size(w['bytes_base'])} -> "
                        f"{size(w['bytes_tip'])} ({pct(w['change'])}, over "
-                       f"{limit(t['total_ratio'])}) in {w['files_grown']} files")
+                       f"{limit(t['total_ratio'])}) in {w['files_grown']} "
+                       f"file{'s' * (w['files_grown'] != 1)}")
         for r in d.get("failures") or ():
             out.append(f"ERROR: {r['file']}{tag}: preprocesses at the base, fails at the tip"
                        f" ({r.get('reason_tip')})")
