@@ -31,8 +31,7 @@ from kbuild import settings                            # noqa: E402
 from kbuild.util import (KexpandError, log,  # noqa: E402
                          main_wrapper, read_json)
 from plots import headers, macros, page, regression, tables  # noqa: E402
-from plots import check as check_report                # noqa: E402
-from plots import ci                                     # noqa: E402
+from plots.reports import write_check_reports          # noqa: E402
 from plots import sweep as sweep_report                # noqa: E402
 from bench.measure import headerbuild as hdr           # noqa: E402
 from plots import trackpage                            # noqa: E402
@@ -193,29 +192,6 @@ def write_scan_report(results, outdir):
             f"per-file growth of -E bytes, {pair['a']['ref']} -> {pair['b']['ref']}, "
             f"{len(ratios)} C files, {pair.get('compiler')}\n{pair.get('package')}")
     return rows
-
-
-def write_check_reports(results, req=None):
-    """report.txt and report.md of every make check (cheap: text only),
-    and beside them the CI files (plots/ci.py, ci/README.md)."""
-    done = []
-    for j in sorted((results / "check").glob("*/check.json")):
-        rec = read_json(j)
-        if not isinstance(rec, dict) or rec.get("kind") != "kexpand.check":
-            log(f"warning: skipping {j}: not a make check record")
-            continue
-        try:
-            txt, md = check_report.report_txt(rec), check_report.report_md(rec)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            log(f"warning: skipping {j}: a record of another shape ({type(e).__name__}: {e})")
-            continue
-        bench.results.write_report(j.parent / "report.txt", txt)
-        bench.results.write_report(j.parent / "report.md", md)
-        who = (req.report_from, req.reported_by, req.report_url) if req else (ci.SENDER,)
-        for name, data in ci.files(rec, txt, j.parent.name, *who).items():
-            bench.results.atomic_write(j.parent / name, data)
-        done.append(j.parent)
-    return done
 
 
 def redraw_sweeps(results):

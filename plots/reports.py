@@ -7,9 +7,10 @@ import csv
 import math
 from pathlib import Path
 
-from bench.results import log, read_json
+from bench.results import atomic_write, log, read_json, write_report
 
 from . import check as check_report
+from . import ci
 from .htmlkit import esc, figures, file_links, link, md_to_html, page, split_h1, text_of, write
 from .sections import scan_totals, section_path
 
@@ -174,3 +175,26 @@ def checks(results):
     return {"key": key, "title": "Checks", "path": lst, "items": items,
             "summary": f"{len(items)} check(s), {regs} with a regression" if items
             else "none yet"}
+
+
+def write_check_reports(results, req=None):
+    """report.txt and report.md of every make check (cheap: text only),
+    and beside them the CI files (plots/ci.py, ci/README.md)."""
+    done = []
+    for j in sorted((results / "check").glob("*/check.json")):
+        rec = read_json(j)
+        if not isinstance(rec, dict) or rec.get("kind") != "kexpand.check":
+            log(f"warning: skipping {j}: not a make check record")
+            continue
+        try:
+            txt, md = check_report.report_txt(rec), check_report.report_md(rec)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            log(f"warning: skipping {j}: a record of another shape ({type(e).__name__}: {e})")
+            continue
+        write_report(j.parent / "report.txt", txt)
+        write_report(j.parent / "report.md", md)
+        who = (req.report_from, req.reported_by, req.report_url) if req else (ci.SENDER,)
+        for name, data in ci.files(rec, txt, j.parent.name, *who).items():
+            atomic_write(j.parent / name, data)
+        done.append(j.parent)
+    return done

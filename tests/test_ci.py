@@ -21,12 +21,11 @@ import os
 import re
 import shlex
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from test_check import BAD_SERIES, SETUP, spread_diff, series_mbox, user_tree
-from test_faults import PY, REPO, fake  # noqa: F401
+from test_faults import REPO, fake  # noqa: F401
 
 NIPA_TEST = REPO / "ci/nipa/kexpand-expansion"
 B4 = REPO / "bin/kexpand-b4-check"
@@ -243,8 +242,6 @@ def test_report_eml_threads_to_the_cover_letter(fake, tmp_path):
 
 def test_ci_outcome_and_findings_on_records():
     """The warning class and the lines, on records of Laight's v4 shape."""
-    import sys
-    sys.path[:0] = [str(REPO), str(REPO / "kernel-build")]
     from plots import ci
     w = {"bytes_base": 1292181821, "bytes_tip": 1292313002, "growth_bytes": 131181,
          "change": 131181 / 1292181821, "verdict": "ok", "files_grown": 3}
@@ -271,8 +268,6 @@ def test_ci_outcome_and_findings_on_records():
 @pytest.mark.parametrize("var,value", [("REPORT_URL", "ftp://x"), ("REPORT_FROM", "nobody"),
                                        ("REPORTED_BY", "a <b>")])
 def test_bad_report_settings_are_named(var, value):
-    import sys
-    sys.path[:0] = [str(REPO / "kernel-build")]
     from kbuild import settings
     from kbuild.util import KexpandError
     with pytest.raises(KexpandError, match=var + "="):
