@@ -190,8 +190,8 @@ def b4(argv):
         rc = code
     else:
         rc = 1 if state == "fail" else 0
-    if as_json:
-        print(json.dumps(ci.b4_json(state, summary, url, details)))
+    if as_json:     # [] : nothing to report (a mail without a diff)
+        print(json.dumps(ci.b4_json(state, summary, url, details) if url or lines else []))
     else:
         print("\n".join(lines), end="\n" if lines else "")
     return rc
