@@ -6,6 +6,8 @@ the page). Pure functions from the record to text."""
 import re
 import textwrap
 
+from .headers import check_lines as header_lines
+
 WIDTH = 72
 
 
@@ -86,46 +88,6 @@ def leads_whole(rec):
     """The report leads with the whole build (its growth is spread: no
     single file made half of it), not with a file."""
     return any(w.get("leads") == "whole build" for _, w in build_regressions(rec))
-
-
-def signed(v):
-    return "-" if v is None else f"{v:+,}"
-
-
-def status(r):
-    return f" ({r['status']})" if r["status"] else ""
-
-
-def header_lines(cc, w, multi):
-    """The whole build's change by header: the top header's growth spread
-    over the files, the headers and include entries that changed most."""
-    h = w.get("headers")
-    if not h:
-        return []
-    out, t = [], h.get("top")
-    tag = f" ({cc})" if multi else ""
-    if t:
-        out += textwrap.wrap(
-            f"{t['header']} own bytes {signed(t['per_file_median'])} B per file (median) "
-            f"in {t['files']:,} files = {signed(t['own_growth'])} B over the build{tag}; "
-            f"most in {t['file_most']} ({signed(t['file_most_bytes'])} B)", WIDTH)
-        out.append("")
-    rows = [r for r in h["headers"] if r["delta"]["own"]][:6]
-    if rows:
-        out.append(f"headers whose own bytes changed most over the build{tag}:")
-        for r in rows:
-            occ = (r["b"] or r["a"])["occurrences"]
-            out += [f"  {r['name']}{status(r)}",
-                    f"      {signed(r['delta']['own'])} B, in {occ:,} files"]
-    rows = [r for r in h["edges"] if r["delta"]["bytes_sole"] or r["status"]][:6]
-    if rows:
-        out.append("include entries that changed most (bytes of the files that get")
-        out.append(f"the header only through them){tag}:")
-        for r in rows:
-            files = (r["b"] or r["a"])["files"]
-            out += [f"  {r['name']}{status(r)}",
-                    f"      {signed(r['delta']['bytes_sole'])} B, in {files:,} files"]
-    return out + [""] if out else []
 
 
 def improvements(rec):

@@ -190,13 +190,19 @@ def reply_mail(rec, txt, sender, reported_by=None, url=None):
     m["From"] = sender
     greet = "Hello,"
     if mail:
-        m["To"] = mail["from"]
-        cc = [a for a in dict.fromkeys(mail["to"] + mail["cc"]) if a != mail["from"]]
+        # by address, each once, each a well-formed "Name <addr>"
+        (name, author), *others = [email.utils.parseaddr(a) for a in
+                                   [mail["from"]] + list(mail["to"]) + list(mail["cc"])]
+        if author:
+            m["To"] = email.utils.formataddr((name if name != author else "", author))
+        cc = {}
+        for n, a in others:
+            if a and a != author:
+                cc.setdefault(a, n)
         if cc:
-            m["Cc"] = ", ".join(cc)
+            m["Cc"] = ", ".join(email.utils.formataddr((n, a)) for a, n in cc.items())
         m["Subject"] = "Re: " + re.sub(r"^(re:\s*)+", "", mail["subject"], flags=re.I)
-        name = email.utils.parseaddr(mail["from"])[0]
-        greet = f"Hi {name}," if name else greet
+        greet = f"Hi {name}," if name and name != author else greet
     else:
         m["Subject"] = subject
     m["Date"] = email.utils.format_datetime(datetime.fromisoformat(rec["date"])) \

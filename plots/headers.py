@@ -3,6 +3,9 @@ include entries (bench/measure/headers.py's aggregate, in each scan
 record's "headers"), for one build and between two. Pure functions from
 the aggregates to Markdown."""
 import os
+import textwrap
+
+WIDTH = 72      # a check report's columns (plots/check.py)
 
 
 def _stats_table(items, title):
@@ -89,3 +92,47 @@ def markdown(pair, diff_rows, agg_b):
     md += growth_markdown(diff_rows, f"{a} -> {b}")
     md += build_markdown(agg_b, b)
     return "\n".join(md) + "\n"
+
+
+def signed(v):
+    return "-" if v is None else f"{v:+,}"
+
+
+def status(r):
+    return f" ({r['status']})" if r["status"] else ""
+
+
+def check_lines(cc, w, multi):
+    """The whole build's change by header: the top header's growth spread
+    over the files, the headers and include entries that changed most."""
+    h = w.get("headers")
+    if not h:
+        return []
+    out, t = [], h.get("top")
+    tag = f" ({cc})" if multi else ""
+    if t:
+        out += textwrap.wrap(
+            f"{t['header']} own bytes {signed(t['per_file_median'])} B per file (median) "
+            f"in {t['files']:,} files = {signed(t['own_growth'])} B over the build{tag}; "
+            f"most in {t['file_most']} ({signed(t['file_most_bytes'])} B)", WIDTH)
+        out.append("")
+    rows = [r for r in h["headers"] if r["delta"]["own"]][:6]
+    if rows:
+        out.append(f"headers whose own bytes changed most over the build{tag}:")
+        for r in rows:
+            occ = (r["b"] or r["a"])["occurrences"]
+            out += [f"  {r['name']}{status(r)}",
+                    f"      {signed(r['delta']['own'])} B, in {occ:,} files"]
+    rows = [r for r in h["edges"] if r["delta"]["bytes_sole"] or r["status"]][:6]
+    if rows:
+        out.append("include entries that changed most (bytes of the files that get")
+        out.append(f"the header only through them){tag}:")
+        for r in rows:
+            files = (r["b"] or r["a"])["files"]
+            line = f"  {r['name']}{status(r)}"
+            if len(line) > WIDTH and " -> " in line:      # the header on a line of its own
+                src, dst = line.split(" -> ", 1)
+                line = f"{src} ->\n    {dst}"
+            out += line.split("\n") + [f"      {signed(r['delta']['bytes_sole'])} B, in "
+                                        f"{files:,} files"]
+    return out + [""] if out else []

@@ -194,7 +194,13 @@ def write_check_reports(results, req=None):
         write_report(j.parent / "report.txt", txt)
         write_report(j.parent / "report.md", md)
         who = (req.report_from, req.reported_by, req.report_url) if req else (ci.SENDER,)
-        for name, data in ci.files(rec, txt, j.parent.name, *who).items():
+        try:
+            files = ci.files(rec, txt, j.parent.name, *who)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            # a mail's header kexpand cannot reply to: the report stands
+            log(f"warning: {j.parent}: no CI files or reply mail ({type(e).__name__}: {e})")
+            files = {}
+        for name, data in files.items():
             atomic_write(j.parent / name, data)
         done.append(j.parent)
     return done

@@ -135,7 +135,7 @@ def cmd_check(req, case):
               if d["whole_build"]["verdict"] == "regression"]
     for cc, w in builds:
         print(f"REGRESSION whole build ({cc}): {w['bytes_base']:,} -> {w['bytes_tip']:,} "
-              f"bytes ({w['change']:+.2%}; {w['files_grown']} file(s) grew)")
+              f"bytes ({pct(w['change'])}; {w['files_grown']} file(s) grew)")
     for cc, r in flagged:
         print(f"REGRESSION {r['file']} ({cc}): {r['bytes_base']:,} -> {r['bytes_tip']:,} "
               f"bytes ({r['change']:+.1%})")
@@ -145,7 +145,7 @@ def cmd_check(req, case):
     print(f"{len(flagged)} file regression(s) over {ratio - 1:.0%}"
           + (f", {len(failed)} file(s) failing at the tip" if failed else "")
           + "; whole build " + "; ".join(
-              f"{d['whole_build']['change'] or 0:+.2%}" + (f" ({cc})" if len(per_cc) > 1 else "")
+              pct(d['whole_build']['change']) + (f" ({cc})" if len(per_cc) > 1 else "")
               for cc, d in per_cc.items())
           + (" (over " if builds else " (threshold ") + f"{total - 1:.1%})"
           + f"; report: {out}")
@@ -166,6 +166,7 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
                                                    else f"-fast-{base[:12]}")
     scan_tip = cache.get(key)
     fresh["tip"] = scan_tip is None
+    inc_tip = None
     if scan_tip is None:
         with req.split.timed("builds"):
             b = tipdir.ready_at(tip)
@@ -178,14 +179,14 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
                 # FULL_BUILD=1 trusts nothing: every file measured again
                 reuse=None if req.full_build else (cache, cc, ccver), entries=entries)
         scan_tip["build"] = b.info if full else {"prepare_s": round(b.seconds, 1)}
-        sc.scanfiles.keep(cache, key, scan_tip)
+        inc_tip = sc.scanfiles.keep(cache, key, scan_tip)
     ratio, total = ratios
     rows = sc.compare(scan_base, scan_tip, ratio)
     whole = sc.whole_build(scan_base, scan_tip, rows, total)
     whole["headers"] = sc.header_changes(
         scan_base, scan_tip, sc.scanfiles.file_headers(cache, cache.scan_key(base, cc, ccver,
                                                                               chash)),
-        sc.scanfiles.file_headers(cache, key))
+        inc_tip if inc_tip is not None else sc.scanfiles.file_headers(cache, key))
     whole["leads"] = sc.leads(whole, [r for r in rows if r["verdict"] == "regression"])
     regs = [r for r in rows if r["verdict"] == "regression"]
     better = [r for r in rows if r["verdict"] == "improvement"]
@@ -197,7 +198,7 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
         f"{len(better)} improved "
         f"({scan_tip['n_reused']} unchanged since measured); whole build "
         f"{whole['bytes_base']:,} -> {whole['bytes_tip']:,} bytes "
-        f"({whole['change'] or 0:+.3%}, {whole['verdict']})")
+        f"({pct(whole['change'])}, {whole['verdict']})")
     # a whole build that grew past its threshold is explained on the file
     # where its top header grew most (the witness), as a file is
     witness = None
@@ -208,15 +209,18 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
     if witness is not None and witness not in regs:
         explained = [witness] + regs if whole["leads"] == "whole build" else regs + [witness]
     if explained:    # the details, cached: the same series again costs nothing
+        # clang's stacks for a blown-up file first, not for a spread's witness
+        stacks = explained[0] is not witness or witness in regs
         dkey = cache.check_key(base, [c for _, _, c in commits], cc, ccver, chash,
-                               "full" if full else "fast", [r["file"] for r in explained])
+                               "full" if full else "fast", [r["file"] for r in explained]
+                               + ([] if stacks else ["(no stacks)"]))
         got = cache.get(dkey)
         if got and isinstance(got.get("explained"), list) and \
                 [r["file"] for r in got["explained"]] == [r["file"] for r in explained]:
             explained = got["explained"]
         else:
             explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, explained,
-                    cache, stacks=explained[0] is not witness)
+                    cache, stacks=stacks)
             cache.put(dkey, {"explained": explained})
         by = {r["file"]: r for r in explained}
         regs = [by[r["file"]] for r in regs]
@@ -241,6 +245,10 @@ def _scan_meta(s, fresh):
                                        "total_bytes", "scan_seconds", "workers", "build")},
                 from_cache=not fresh,
                 sum_file_seconds=s.get("measured_seconds", 0.0) if fresh else 0.0)
+
+
+def pct(change):
+    return "n/a" if change is None else f"{change:+.2%}"
 
 
 def rules(d):

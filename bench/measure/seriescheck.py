@@ -68,11 +68,17 @@ def verdict(bytes_base, bytes_tip, ratio):
 
 
 def whole_build(scan_base, scan_tip, rows, total_ratio):
-    """The whole build's -E bytes (every file that preprocessed, summed)
-    at base and tip, its change and verdict (the files' own rule, with
+    """The whole build's -E bytes (every file that preprocessed, summed;
+    none that failed at either side) at base and tip, its change and verdict (the files' own rule, with
     TOTAL_THRESHOLD and TOTAL_MIN_GROWTH), and how the change is spread:
     how many files grew or shrank, and the largest single file's share."""
-    a, b = scan_base["total_bytes"], scan_tip["total_bytes"]
+    # a file that failed at one side is left out of both (the failure
+    # rule judges it; a base file past E_TIME_LIMIT is no growth); a new
+    # or removed file counts at its own side
+    a = sum(r["bytes_base"] for r in rows
+            if r["bytes_base"] is not None and r["verdict"] != "error at tip")
+    b = sum(r["bytes_tip"] for r in rows
+            if r["bytes_tip"] is not None and r["verdict"] != "error at base")
     grown = [r for r in rows if (r["growth_bytes"] or 0) > 0]
     shrunk = [r for r in rows if (r["growth_bytes"] or 0) < 0]
     if b == a:
@@ -104,12 +110,13 @@ def header_changes(scan_base, scan_tip, inc_base, inc_tip, top=10):
         return None
     d = headerbuild.diff(ha, hb, top=top)
     out = {"headers": d["headers"], "edges": d["edges"], "top": None}
-    grown = [r for r in d["headers"] if r["delta"]["own"] > 0]
-    if grown and inc_tip:
+    grown = headerbuild.top_growth(ha, hb, n=1)
+    # the spread over files: only files at both sides (a new file's
+    # bytes are not growth), only where both sides' records are there
+    if grown and inc_tip and inc_base:
         h = grown[0]["name"]
-        per = {f: headers.own_bytes(rec, h) - (headers.own_bytes(inc_base[f], h)
-                                               if f in (inc_base or {}) else 0)
-               for f, rec in inc_tip.items()}
+        per = {f: headers.own_bytes(rec, h) - headers.own_bytes(inc_base[f], h)
+               for f, rec in inc_tip.items() if f in inc_base}
         changed = {f: v for f, v in per.items() if v}
         if changed:
             most = max(sorted(changed), key=lambda f: changed[f])

@@ -138,8 +138,9 @@ def read_mail(raw, source, index, dump=False):
         subject, author, date = (str(msg.get(h, "")) for h in ("subject", "from", "date"))
         text = "".join(_decode(p) for p in msg.walk() if not p.is_multipart())
         ids = [str(msg.get(h, "")) for h in ("message-id", "in-reply-to", "references")]
-        to, cc = (tuple(f"{n} <{a}>" if n else a for n, a in email.utils.getaddresses(
-            [str(v) for v in msg.get_all(h, [])]) if a) for h in ("to", "cc"))
+        to, cc = (tuple(one_line(f"{n} <{a}>" if n else a) for n, a in
+                        email.utils.getaddresses([str(v) for v in msg.get_all(h, [])]) if a)
+                  for h in ("to", "cc"))
     except (ValueError, LookupError, TypeError, IndexError) as e:
         raise KexpandError(f"{_where(source, index)}: cannot read this mail: {e}")
     lines = [l for l in text.split("\n") if l]
@@ -171,10 +172,18 @@ def read_mail(raw, source, index, dump=False):
                            f"{'an unreadable' if date else 'no'} Date: header; git am "
                            "would date its commit now, and its id would change from run to run")
     msgids = [re.findall(r"<([^<>\s]+)>", v) for v in ids]
-    return Patch(Path(source), index, subject, prefix, f"{name or addr} <{addr}>", iso,
+    # a Message-ID only as <id> (no line break, as a reply's header takes it)
+    return Patch(Path(source), index, subject, prefix,
+                 one_line(f"{name or addr} <{addr}>"), iso,
                  raw, text, b"\r\n" in raw or "\r\n" in text, kind,
-                 next(iter(msgids[0]), ids[0].strip()),
+                 next(iter(msgids[0]), ""),
                  next(iter(msgids[1] or msgids[2][-1:]), ""), to, cc)
+
+
+def one_line(s):
+    """A header value as one line: any line break (CR, LF, VT, FF, ...,
+    which mail headers cannot carry) as a blank."""
+    return " ".join(s.splitlines())
 
 
 def _decode(part):
