@@ -222,6 +222,11 @@ def details(cc, r):
         out.append("  macros whose own bytes (gcc) changed most, base -> tip:")
         for label, a, b in grew[:6]:
             out.append(f"    {short(label, 30):30} {n(a):>14} -> {n(b):>14}")
+    hl = (r.get("macros_tip") or {}).get("hot_line") or {}
+    if r.get("focus") and hl.get("macros"):      # a whole build's witness
+        out += textwrap.wrap(f"macros of {hl['at']} at the tip (own bytes): " + ", ".join(
+            f"{m['name']} {n(m.get('own_bytes'))}" for m in hl["macros"][:5]), WIDTH,
+            initial_indent="  ", subsequent_indent="    ")
     clang = r.get("clang") or {}
     hl = clang.get("hot_line") or {}
     if hl.get("stacks"):

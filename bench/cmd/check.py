@@ -205,6 +205,8 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
     top = (whole["headers"] or {}).get("top")
     if whole["verdict"] == "regression" and top:
         witness = next((r for r in rows if r["file"] == top["file_most"]), None)
+        if witness is not None:
+            witness["focus"] = top["header"]
     explained = regs
     if witness is not None and witness not in regs:
         explained = [witness] + regs if whole["leads"] == "whole build" else regs + [witness]

@@ -105,10 +105,14 @@ def _count(f, row, side, req, cache, commit, bdir, cc, ccver, chash):
 def _macros(f, row, side, req, cache, commit, bdir, cc, ccver, chash):
     """gcc's own bytes per macro (or clang's inclusive bytes) of a file."""
     req.progress.say(f"  attributing {row['file']} to macros ({side}, {cc})")
-    key = cache.macros_key(commit, cc, ccver, chash, row["file"])
+    focus = row.get("focus")        # a whole build's witness: its top header's line
+    key = cache.macros_key(commit, cc, ccver, chash, row["file"] + (f"|{focus}" if focus else ""))
     m = cache.get(key)
     if m is None:
         e = measure_file(bdir, row["file"])
+        if focus:       # the hottest line inside the header is the one looked into
+            inside = measure_file(bdir, row["file"], top=100000, within=focus)["hot_lines"]
+            e = dict(e, hot_lines=inside + e["hot_lines"])
         m = macros.measure(bdir, row["file"], cc, e)
         if m.get("status") != "error":
             cache.put(key, m)

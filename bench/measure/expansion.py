@@ -74,11 +74,14 @@ def source_text(bdir, relpath, line):
         return ""
 
 
-def measure_file(bdir, src):
-    """The expansion entry of one file: bytes, lines, hottest lines."""
+def measure_file(bdir, src, top=TOP_LINES, within=None):
+    """The expansion entry of one file: bytes, lines, hottest lines (the
+    `top` hottest; within: only those of that file, e.g. a header)."""
     argv = kcmd.compile_command(bdir, src)
     pcmd = kcmd.preprocess_command(argv)
-    a, secs = analyze(pcmd, bdir)
+    a, secs = analyze(pcmd, bdir, top=top)
+    if within:
+        a["top"] = [t for t in a["top"] if tree_path(t["file"]) == within][:TOP_LINES]
     hot = [{"at": f"{tree_path(t['file'])}:{t['line']}", "bytes": t["bytes"],
             "source": source_text(bdir, t["file"], t["line"]),
             "choose_expr": t["choose_expr"], "stmt_expr": t["stmt_expr"],
@@ -95,7 +98,7 @@ def measure_file(bdir, src):
         "analyze_seconds": round(secs, 3),
         "cpp_cpu_s": a["cpp_cpu_s"],
         "command": f"cd {shlex.quote(bdir.name)} && {shlex.join(pcmd)} | "
-                   f"{ANALYZER.relative_to(REPO)} -n {TOP_LINES}",
+                   f"{ANALYZER.relative_to(REPO)} -n {top}",
     }
 
 
