@@ -223,7 +223,12 @@ def details(cc, r):
         for label, a, b in grew[:6]:
             out.append(f"    {short(label, 30):30} {n(a):>14} -> {n(b):>14}")
     hl = (r.get("macros_tip") or {}).get("hot_line") or {}
-    if r.get("focus") and hl.get("macros"):      # a whole build's witness
+    fl = (r.get("macros_tip") or {}).get("focus_line") or {}
+    if r.get("focus") and fl:                   # a whole build's witness
+        out.append(f"  its hottest line of {r['focus']} at the tip, {n(fl.get('bytes'))} B:")
+        out += textwrap.wrap(f"{fl['at']}: {fl.get('source') or ''}", WIDTH,
+                             initial_indent="    ", subsequent_indent="      ")[:3]
+    if r.get("focus") and hl.get("macros"):
         out += textwrap.wrap(f"macros of {hl['at']} at the tip (own bytes): " + ", ".join(
             f"{m['name']} {n(m.get('own_bytes'))}" for m in hl["macros"][:5]), WIDTH,
             initial_indent="  ", subsequent_indent="    ")

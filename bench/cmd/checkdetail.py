@@ -114,6 +114,8 @@ def _macros(f, row, side, req, cache, commit, bdir, cc, ccver, chash):
             inside = measure_file(bdir, row["file"], top=100000, within=focus)["hot_lines"]
             e = dict(e, hot_lines=inside + e["hot_lines"])
         m = macros.measure(bdir, row["file"], cc, e)
+        if focus and inside:
+            m["focus_line"] = inside[0]       # at, bytes, the statement's text
         if m.get("status") != "error":
             cache.put(key, m)
     row[f"macros_{side}"] = m
