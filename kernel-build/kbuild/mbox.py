@@ -25,7 +25,7 @@ from pathlib import Path
 from .mailfile import COMMIT_LINE, FROM_LINE, check_path, list_dir, read_input, \
     split_dump, split_mbox
 from .series import COMMITTER, checkout, git, git_env, hunk_at
-from .util import KexpandError, atomic_write
+from .util import KexpandError, atomic_write, one_line
 
 DIFF = re.compile(r"^(diff --git |--- \S.*\n\+\+\+ |GIT binary patch)", re.M)
 # Re: (AW:, SV:, 回复:, 答复: of other mailers), also after a tag a mail
@@ -178,12 +178,6 @@ def read_mail(raw, source, index, dump=False):
                  raw, text, b"\r\n" in raw or "\r\n" in text, kind,
                  next(iter(msgids[0]), ""),
                  next(iter(msgids[1] or msgids[2][-1:]), ""), to, cc)
-
-
-def one_line(s):
-    """A header value as one line: any line break (CR, LF, VT, FF, ...,
-    which mail headers cannot carry) as a blank."""
-    return " ".join(s.splitlines())
 
 
 def _decode(part):

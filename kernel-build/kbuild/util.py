@@ -235,3 +235,9 @@ def main_wrapper(fn, argv=None):
         code = EXIT_BUG
     sys.stdout, sys.stderr = streams
     sys.exit(code)
+
+
+def one_line(s):
+    """A mail header's value as one line: any line break (CR, LF, VT, FF,
+    ..., which a header cannot carry) as a blank."""
+    return " ".join(s.splitlines())
