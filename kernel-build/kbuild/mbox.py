@@ -171,13 +171,10 @@ def read_mail(raw, source, index, dump=False):
         raise KexpandError(f"{_where(source, index)}: patch \"{subject}\" has "
                            f"{'an unreadable' if date else 'no'} Date: header; git am "
                            "would date its commit now, and its id would change from run to run")
-    msgids = [re.findall(r"<([^<>\s]+)>", v) for v in ids]
-    # a Message-ID only as <id> (no line break, as a reply's header takes it)
-    return Patch(Path(source), index, subject, prefix,
-                 one_line(f"{name or addr} <{addr}>"), iso,
-                 raw, text, b"\r\n" in raw or "\r\n" in text, kind,
-                 next(iter(msgids[0]), ""),
-                 next(iter(msgids[1] or msgids[2][-1:]), ""), to, cc)
+    msgids = [re.findall(r"<([^<>\s]+)>", v) for v in ids]     # only <id>: one line
+    return Patch(Path(source), index, subject, prefix, one_line(f"{name or addr} <{addr}>"),
+                 iso, raw, text, b"\r\n" in raw or "\r\n" in text, kind,
+                 next(iter(msgids[0]), ""), next(iter(msgids[1] or msgids[2][-1:]), ""), to, cc)
 
 
 def _decode(part):
