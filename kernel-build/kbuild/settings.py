@@ -42,7 +42,7 @@ class Request:
     dask_tls: dict | None = None      # DASK_TLS_CA, _CERT, _KEY: {ca, cert, key}
     dask_insecure: bool = False       # DASK_INSECURE=1: plain tcp:// off this host
     e_time_limit: int = 300           # E_TIME_LIMIT=: s per -E (proc.pipe)
-    e_mem_limit: int = 4096           # E_MEM_LIMIT=: MiB of address space per -E
+    e_mem_limit: int = 16384          # E_MEM_LIMIT=: MiB of address space per -E
     point: str | None = None          # POINT= (make sweep)
     sweep_n: int = 16                 # N= (make sweep): configurations
     points: list = field(default_factory=list)     # empty: all
@@ -271,8 +271,8 @@ def _numbers(req, get, args):
     req.e_time_limit = parse_int("E_TIME_LIMIT", t, 1, 86400, 300) if t is not None \
         else 300
     m = get("e_mem_limit", "E_MEM_LIMIT")
-    req.e_mem_limit = parse_int("E_MEM_LIMIT", m, 64, 1 << 20, 4096) if m is not None \
-        else 4096
+    req.e_mem_limit = parse_int("E_MEM_LIMIT", m, 64, 1 << 20, 16384) if m is not None \
+        else 16384
     req.threshold = get("threshold", "THRESHOLD")
     if req.threshold is not None:
         (parse_growth if req.command == "check" else parse_threshold)(req.threshold)
