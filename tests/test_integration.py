@@ -324,7 +324,9 @@ def test_check_catches_laight_v4(env):
     assert w["bytes_base"] == sum(int(r["bytes_base"]) for r in rows.values() if r["bytes_base"])
     assert w["bytes_tip"] == sum(int(r["bytes_tip"]) for r in rows.values() if r["bytes_tip"])
     assert rec["rules"] == ["file", "whole build"] and w["leads"] == "file"
-    assert w["change"] > 0.04 and w["headers"]["top"]["header"] == "include/linux/minmax.h"
+    # (v4's bytes land where min() is used: setup.c's own line 796, and the
+    # headers whose inline functions call it, not minmax.h's own lines)
+    assert w["change"] > 0.04 and w["headers"]["top"]["own_growth"] > 0
     assert "whole build:" in txt
 
 
