@@ -367,7 +367,7 @@ def test_check_a_spread_patch_is_the_whole_build_rule(env):
                         "BASE=pre-6.7", "CC=gcc", "ICOUNT_CAP=0", "NAME=spread"],
                        env=e, capture_output=True, text=True, timeout=3000)
     assert "Error 1" in p.stderr and "Traceback" not in p.stderr, p.stderr[-3000:]
-    d = base / "results/check/spread"
+    [d] = (base / "results/check").glob("spread@*")       # NAME= and its identity
     rec = json.load(open(d / "check.json"))
     w = rec["results"]["gcc"]["whole_build"]
     assert "whole build" in rec["rules"] and w["leads"] == "whole build", w
