@@ -45,7 +45,7 @@ def growth_markdown(diff_rows, label, n=30):
           "added change |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
     for i, r in enumerate(diff_rows["headers"][:n], 1):
         a, b = r["a"] or {}, r["b"] or {}
-        md.append(f"| {i} | `{r['name']}`{' (' + r['status'] + ')' if r['status'] else ''} | "
+        md.append(f"| {i} | `{r['name']}`{status(r)} | "
                   f"{a.get('occurrences', 0):,} | {b.get('occurrences', 0):,} | "
                   f"{a.get('own', 0):,} | {b.get('own', 0):,} | {r['delta']['own']:+,} | "
                   f"{r['delta']['added']:+,} |")
@@ -56,7 +56,7 @@ def growth_markdown(diff_rows, label, n=30):
            "|---:|---|---:|---:|---:|---:|---:|"]
     for i, r in enumerate(diff_rows["edges"][:n], 1):
         a, b = r["a"] or {}, r["b"] or {}
-        md.append(f"| {i} | `{r['name']}`{' (' + r['status'] + ')' if r['status'] else ''} | "
+        md.append(f"| {i} | `{r['name']}`{status(r)} | "
                   f"{a.get('files', 0):,} | {b.get('files', 0):,} | "
                   f"{a.get('bytes_sole', 0):,} | {b.get('bytes_sole', 0):,} | "
                   f"{r['delta']['bytes_sole']:+,} |")
