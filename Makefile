@@ -50,7 +50,7 @@ measure = $(call fg,$(PY) bench/kexpand.py $(1)); mrc=$$rc; [ -z "$$stop" ] || e
 	case $$mrc in 0|1|3|4) $(call fg,$(PY) compare.py $(2)); [ $$rc = 0 ] || exit $$rc;; esac; exit $$mrc
 
 T := bench/tools
-TOOLS := $(T)/kx-analyze $(T)/kx-macros $(T)/kx-macrostack $(T)/kx-icount.so
+TOOLS := $(T)/kx-analyze $(T)/kx-macros $(T)/kx-macrostack $(T)/kx-icount.so $(T)/kx-cc
 all: $(TOOLS)
 
 KX_ANALYZE := $(T)/kx-analyze.c $(T)/kx-includes.c $(T)/kx-names.c
@@ -61,6 +61,10 @@ $(T)/kx-analyze: $(KX_ANALYZE) $(T)/kx-includes.h $(T)/kx-names.h $(T)/kx-alloc.
 $(T)/kx-macros: $(T)/kx-macros.c $(T)/kx-srcmap.c $(T)/kx-srcmap.h $(T)/kx-json.h \
 		$(T)/kx-marker.h
 	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ $(T)/kx-macros.c $(T)/kx-srcmap.c
+
+# the compiler wrapper of a Kbuild-driven scan
+$(T)/kx-cc: $(T)/kx-cc.c $(T)/kx-json.h
+	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ $<
 
 # a QEMU TCG plugin (user mode): instruction counts where perf has no PMU
 $(T)/kx-icount.so: $(T)/kx-icount.c

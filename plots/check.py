@@ -144,7 +144,7 @@ def header(rec):
     for cc, w in whole_builds(rec):
         lines += textwrap.wrap(f"whole build{f' ({cc})' if len(rec['results']) > 1 else ''}: "
                                f"{whole_line(w)}", WIDTH, subsequent_indent=" " * 10)
-    lines.append(f"tip path: {'full build' if rec['path'] == 'full' else 'make prepare and the base commands'}"
+    lines.append(f"tip path: {'measured from nothing' if rec['path'] == 'fresh' else 'the base scan, Kbuild redoing what changed'}"
                  + (f" ({short(rec['path_reason'], 40)})" if rec.get("path_reason") else ""))
     return lines
 

@@ -82,7 +82,7 @@ def test_a_series_that_blows_up_a_file_is_exit_1_with_a_report(fake, tmp_path):
     [d] = (base / "results/check").iterdir()
     assert d.name == "minmax-make-min3-safer-v2"
     rec = json.loads((d / "check.json").read_text())
-    assert rec["verdict"] == "regression" and rec["path"] == "fast"
+    assert rec["verdict"] == "regression" and rec["path"] == "seeded"
     [r] = rec["results"]["gcc"]["regressions"]
     assert r["file"] == SETUP and r["bytes_tip"] > r["bytes_base"] + 16 * 1024
     # the patch that grew it most, and its bytes after every patch
@@ -252,24 +252,29 @@ def test_a_committed_series_in_a_users_tree_and_its_improvement(fake, tmp_path):
     assert code(p) == 1, out(p)
 
 
-def test_a_makefile_change_takes_the_full_build_path_with_the_same_bytes(fake, tmp_path):
+def test_a_seeded_tip_gives_the_bytes_of_a_fresh_one(fake, tmp_path):
+    """The tip's scan dir is a copy of the base's in which Kbuild measures
+    again what the series changed; FULL_BUILD=1 makes it from nothing:
+    every file's bytes are the same both ways. A series that changes a
+    Makefile goes the same way (Kbuild's rules decide what it redoes)."""
     base, env = fake
     mk_diff = ("diff --git a/mm/compaction.c b/mm/compaction.c\n--- a/mm/compaction.c\n"
                "+++ b/mm/compaction.c\n@@ -1,3 +1,4 @@\n+/* a comment */\n"
                " #include <linux/minmax.h>\n \n"
                " unsigned long fast_find(unsigned long pfn, unsigned long start)")
     mbox = series_mbox(tmp_path / "v2.mbox", BAD_SERIES + [("mm: a comment", mk_diff)])
-    fast = check(env, PATCHES=mbox, BASE="before")
-    assert code(fast) == 1, out(fast)
+    seeded = check(env, PATCHES=mbox, BASE="before")
+    assert code(seeded) == 1, out(seeded)
     full = check(env, PATCHES=mbox, BASE="before", FULL_BUILD=1, NAME="full")
     assert code(full) == 1, out(full)
-    assert "the tip gets a full build: FULL_BUILD=1" in full.stderr
+    assert "the tip is measured from nothing: FULL_BUILD=1" in full.stderr
     rows = {}
     for name in ("minmax-make-min3-safer-v2", "full"):
         csv = (base / "results/check" / name / "check.csv").read_text().splitlines()
         rows[name] = sorted(l.split(",")[:5] for l in csv[1:])
     assert rows["full"] == rows["minmax-make-min3-safer-v2"]
-    # a series that changes a Makefile: the full build, and it says why
+    rec = json.loads((base / "results/check/full/check.json").read_text())
+    assert rec["path"] == "fresh" and rec["results"]["gcc"]["scan_tip"]["n_reused"] == 0
     make_diff = ("diff --git a/Makefile b/Makefile\n--- a/Makefile\n+++ b/Makefile\n"
                  "@@ -1,3 +1,4 @@\n+# a comment\n"
                  + "".join(" " + l + "\n" for l in
@@ -277,7 +282,7 @@ def test_a_makefile_change_takes_the_full_build_path_with_the_same_bytes(fake, t
     mbox2 = series_mbox(tmp_path / "m.mbox", [("kbuild: a comment", make_diff.rstrip())])
     p = check(env, PATCHES=mbox2, BASE="before")
     assert code(p) == 0, out(p)
-    assert "the tip gets a full build: the series changes Makefile" in p.stderr
+    assert "Kbuild measures at the tip what the series changed" in p.stderr
 
 
 @pytest.mark.parametrize("bad", ["A=x", "B=x"])

@@ -30,7 +30,7 @@ def record(command):
             "base": {"ref": "pre-6.7", "commit": "0" * 40, "subject": "base"},
             "tip": {"commit": "1" * 40}, "package": "linux-source-6.1",
             "config": "x86_64 defconfig + config.fragment", "compilers": {"gcc": "gcc 12"},
-            "threshold": {"ratio": 1.1, "min_growth_bytes": 16384}, "path": "fast",
+            "threshold": {"ratio": 1.1, "min_growth_bytes": 16384}, "path": "seeded",
             "results": {"gcc": {"regressions": rows, "improvements": [],
                                 "scan_base": scan, "scan_tip": scan},
                         "clang": {"regressions": [row("mm/page-writeback.c", 10**6, 2 * 10**6)],

@@ -54,11 +54,11 @@ def files_under(d):
 
 
 def no_work_done(base):
-    """Nothing built, measured or cached: no kb-* build dir anywhere in
-    the work dir, no cache entry, no results file."""
+    """Nothing built, measured or cached: no build or scan dir (kb-*,
+    ks-*) anywhere in the work dir, no cache entry, no results file."""
     work = base / "work"
     if work.is_dir():
-        assert list(work.rglob("kb-*")) == []
+        assert list(work.rglob("kb-*")) == list(work.rglob("ks-*")) == []
         assert not (work / "cache").is_dir() or list((work / "cache").iterdir()) == []
     assert files_under(base / "results") == {}
 

@@ -82,7 +82,7 @@ def fake_check(results):
         "tip": {"commit": "2" * 40}, "tree": "/x", "package": "linux-source-6.1 6.1.192-3",
         "config": "x86_64 tinyconfig + config.fragment", "compilers": {"gcc": "gcc 12"},
         "threshold": {"ratio": 1.1, "given": None, "min_growth_bytes": 16384},
-        "path": "fast", "path_reason": None, "verdict": "regression",
+        "path": "seeded", "path_reason": None, "verdict": "regression",
         "results": {"gcc": {"regressions": [reg], "improvements": [],
                             "scan_base": scan, "scan_tip": scan}},
         "make_command": "make check PATCHES=/x/v2.mbox", "date": "2026-12-05T00:00:00+00:00"})

@@ -5,14 +5,15 @@ which patch did it, on which line, through which macro? Also
 
 Steps (each cached: checking the next version of a series pays for its
 tip only): the series is applied with `git am` in kexpand's own tree
-(the user's is only read); every C file of the base's build is scanned at
-the base (a full build, once) and at the tip (measure/seriescheck.py:
-the fast path without a full build where the series leaves every compile
-command alone); files that grew past THRESHOLD are followed through every
+(the user's is only read); every C file of the build is scanned at the
+base and at the tip, Kbuild driving both (measure/kbuildscan.py: the
+tip's scan dir starts as a copy of the base's, and Kbuild measures again
+what the series changed, Makefiles and Kconfig included); files that grew past THRESHOLD are followed through every
 patch of the series, with their hottest lines, macros and the
 instruction count of -c. Writes results/check/<series>/check.json and
 check.csv; compare.py draws report.txt and report.md from them. Exit 1
 when a file regressed (README, "Exit codes")."""
+import contextlib
 import shlex
 import sys
 import time
@@ -23,7 +24,7 @@ from kbuild.settings import parse_growth
 from kbuild.util import EXIT_REGRESSION, KexpandError, atomic_write, atomic_write_json, log
 
 from .. import results
-from ..measure import dist, seriescheck as sc
+from ..measure import dist, scanfiles, seriescheck as sc
 from ..measure.cache import Cache
 from .inputs import make_command, open_tree
 from .checkdetail import explain
@@ -110,20 +111,18 @@ def cmd_check(req, case):
         if posted and posted.base_commit and not req.base:
             base_ref, base = declared_base(repo, posted.base_commit, base_ref, base)
         commits = series_commits(req, tree, repo, posted, base, name)
-        tip = commits[-1][2]
-        reason = "FULL_BUILD=1" if req.full_build else sc.full_build_reason(tree, base, tip)
+        reason = "FULL_BUILD=1" if req.full_build else None
         log(f"series {name}: {len(commits)} patch(es) on {base_ref} ({base[:12]}); "
-            + (f"the tip gets a full build: {reason}" if reason else
-               "no Makefile, Kconfig or generator changes: the tip is measured with "
-               "the base's compile commands after make prepare (no full build)"))
+            + ("the tip is measured from nothing: FULL_BUILD=1" if reason else
+               "Kbuild measures at the tip what the series changed, in a copy of "
+               "the base's scan dir"))
         req.progress.total = 2 * len(cc_list)
         config = build.case_config(req, case)
         per_cc = {}
-        with dist.client(req) as client:
+        with (dist.client(req) if req.dask_scheduler else contextlib.nullcontext()) as client:
             for cc in cc_list:
                 per_cc[cc] = check_compiler(req, case, tree, client, config, base, commits,
-                                            cc, reason is not None, (ratio, total),
-                                            base_ref)
+                                            cc, (ratio, total), base_ref)
         rec = record(req, name, posted, base_ref, base, commits, repo, package, config,
                      per_cc, (ratio, total), reason, ident, time.monotonic() - t0)
         atomic_write_json(out / "check.json", rec)
@@ -152,41 +151,31 @@ def cmd_check(req, case):
     return EXIT_REGRESSION if flagged or failed or builds else 0
 
 
-def check_compiler(req, case, tree, client, config, base, commits, cc, full, ratios,
-                   base_ref):
+def check_compiler(req, case, tree, client, config, base, commits, cc, ratios, base_ref):
     """Base and tip of one compiler, then the details of what regressed."""
     cache = Cache(req.work)
     ccver, chash = build.compiler_version(cc), config.hash()
     fresh = {"base": cache.get(cache.scan_key(base, cc, ccver, chash)) is None}
     scan_base = scan_point(req, case, tree, client, cache, config, base_ref, base, cc)
     tip = commits[-1][2]
-    tipdir = sc.TipDir(req, tree, base, tip, cc, config, full)
+    tipdir = sc.TipDir(req, tree, base, tip, cc, config)
     req.progress.step(f"tip {tip[:12]} / {cc}")
-    key = cache.scan_key(tip, cc, ccver, chash) + ("-all" if req.full_build else "" if full
-                                                   else f"-fast-{base[:12]}")
+    # FULL_BUILD=1 trusts nothing: every file measured again, from nothing
+    key = cache.scan_key(tip, cc, ccver, chash) + ("-fresh" if req.full_build else "")
     scan_tip = cache.get(key)
     fresh["tip"] = scan_tip is None
     inc_tip = None
     if scan_tip is None:
-        with req.split.timed("builds"):
-            b = tipdir.ready_at(tip)
-        entries = None if full else scanfiles_entries(tree, tipdir.base_dir)
         with req.split.timed("expansion"):
-            scan_tip = sc.scanfiles.scan_build(
-                tree, tipdir.dir, lambda todo: dist.local_map(client, tipdir.dir, todo,
-                                                               req.progress),
-                dist.n_workers(client), req.progress,
-                # FULL_BUILD=1 trusts nothing: every file measured again
-                reuse=None if req.full_build else (cache, cc, ccver), entries=entries)
-        scan_tip["build"] = b.info if full else {"prepare_s": round(b.seconds, 1)}
-        inc_tip = sc.scanfiles.keep(cache, key, scan_tip)
+            scan_tip = tipdir.scan(fresh=req.full_build)
+        inc_tip = scanfiles.keep(cache, key, scan_tip)
     ratio, total = ratios
     rows = sc.compare(scan_base, scan_tip, ratio)
     whole = sc.whole_build(scan_base, scan_tip, rows, total)
     whole["headers"] = sc.header_changes(
-        scan_base, scan_tip, sc.scanfiles.file_headers(cache, cache.scan_key(base, cc, ccver,
+        scan_base, scan_tip, scanfiles.file_headers(cache, cache.scan_key(base, cc, ccver,
                                                                               chash)),
-        inc_tip if inc_tip is not None else sc.scanfiles.file_headers(cache, key))
+        inc_tip if inc_tip is not None else scanfiles.file_headers(cache, key))
     whole["leads"] = sc.leads(whole, [r for r in rows if r["verdict"] == "regression"])
     regs = [r for r in rows if r["verdict"] == "regression"]
     better = [r for r in rows if r["verdict"] == "improvement"]
@@ -214,7 +203,7 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
         # clang's stacks for a blown-up file first, not for a spread's witness
         stacks = explained[0] is not witness or witness in regs
         dkey = cache.check_key(base, [c for _, _, c in commits], cc, ccver, chash,
-                               "full" if full else "fast", [r["file"] for r in explained]
+                               "kbuild", [r["file"] for r in explained]
                                + ([] if stacks else ["(no stacks)"]))
         got = cache.get(dkey)
         if got and isinstance(got.get("explained"), list) and \
@@ -234,10 +223,6 @@ def check_compiler(req, case, tree, client, config, base, commits, cc, full, rat
             "scan_base": _scan_meta(scan_base, fresh["base"]),
             "scan_tip": _scan_meta(scan_tip, fresh["tip"]),
             "compiler_version": ccver}
-
-
-def scanfiles_entries(tree, bdir):
-    return sc.scanfiles.compile_commands(tree, bdir)
 
 
 def _scan_meta(s, fresh):
@@ -294,7 +279,7 @@ def record(req, name, posted, base_ref, base, commits, repo, package, config, pe
                       "min_growth_bytes": sc.MIN_GROWTH,
                       "total_ratio": total, "total_given": req.total_threshold,
                       "total_min_growth_bytes": sc.TOTAL_MIN_GROWTH},
-        "path": "full" if reason else "fast", "path_reason": reason,
+        "path": "fresh" if reason else "seeded", "path_reason": reason,
         "verdict": "regression" if any(rules(d) for d in per_cc.values()) else "ok",
         "rules": sorted({r for d in per_cc.values() for r in rules(d)}),
         "results": {cc: dict({k: d[k] for k in ("regressions", "improvements", "failures",

@@ -1,19 +1,21 @@
-"""make scan: every C file a point's full build compiled, its exact command,
--E through the analyzer (measure/scanfiles.py), on Dask workers
-(measure/dist.py: a local cluster on all cores, or DASK_SCHEDULER's;
-bytes, not timings, so files run in parallel). With A and B:
+"""make scan: every C file a point's build compiles, its exact command,
+-E through the analyzer: here, Kbuild drives it (measure/kbuildscan.py:
+one make with kexpand's compiler wrapper, -j JOBS); on DASK_SCHEDULER's
+workers, each builds the point and measures its share of the files
+(measure/dist.py). With A and B:
 results/scan/<A>..<B>/ranking.csv and pair.json; compare.py draws
 ranking.md and the growth plot from them."""
+import contextlib
 import shlex
 import sys
 import time
 from pathlib import Path
 
-from kbuild import build, builddir, series, workdir
+from kbuild import build, series, workdir
 from kbuild.util import KexpandError, atomic_write, atomic_write_json, log
 
 from .. import results
-from ..measure import dist, scanfiles
+from ..measure import dist, kbuildscan, scanfiles
 from ..measure.cache import Cache
 from .inputs import open_tree, select
 
@@ -61,15 +63,15 @@ def scan_points(req, case, tree, todo, cc):
     cache = Cache(req.work)
     config = build.case_config(req, case)
     out = {}
-    with dist.client(req) as c:
+    with (dist.client(req) if req.dask_scheduler else contextlib.nullcontext()) as c:
         for name, commit in todo:
             out[name] = scan_point(req, case, tree, c, cache, config, name, commit, cc)
     return out
 
 
 def scan_point(req, case, tree, c, cache, config, name, commit, cc):
-    """One commit's scan (cached by commit, compiler and config): a full
-    build, every C file through the analyzer, the record in results/."""
+    """One commit's scan (cached by commit, compiler and config): every C
+    file through the analyzer, the record in results/."""
     chash, ccver = config.hash(), build.compiler_version(cc)
     key = cache.scan_key(commit, cc, ccver, chash)
     sc = cache.get(key)
@@ -79,22 +81,8 @@ def scan_point(req, case, tree, c, cache, config, name, commit, cc):
         scanfiles.keep(cache, key, sc)
     elif sc is None:
         series.checkout(tree, commit)
-        bdir = build.build_dir(tree, commit, cc)
-        with req.split.timed("builds"):
-            b = builddir.ensure_kernel(tree, bdir, cc, config, req.jobs)
-        if not b.ok:
-            raise KexpandError(f"full build of {name} ({cc}) failed:\n"
-                               f"{b.log_tail}", "build")
-        known = {}
-        for f, _ in case.focus:
-            e = cache.get(cache.expand_key(commit, cc, ccver, chash, f))
-            if e and isinstance(e.get("analyze_seconds"), (int, float)):
-                known[f] = e["analyze_seconds"]
         with req.split.timed("expansion"):
-            sc = scanfiles.scan_build(
-                tree, bdir, lambda todo: dist.local_map(c, bdir, todo, req.progress),
-                dist.n_workers(c), req.progress, known, reuse=(cache, cc, ccver))
-        sc["build"] = b.info
+            sc = kbuildscan.scan(tree, commit, cc, config, req.jobs, req.progress)
         scanfiles.keep(cache, key, sc)
     log_summary(sc, name)
     rec = dict(sc, **results.header("kexpand.scan", case.name, name, commit,

@@ -14,8 +14,9 @@ ANALYZER_VERSION = "2"
 # objects (scanfiles.one_per_file); version 2 kept one hot line, version 3
 # keeps five (make check reports them) and a failing file's error, version
 # 4 leaves build products out of the include dirs' listings, version 6
-# keeps every file's bytes by header (kx-analyze -H, headers.py).
-SCAN_VERSION = "6"
+# keeps every file's bytes by header (kx-analyze -H, headers.py), version
+# 7 is Kbuild-driven (kbuildscan: modules in, the boot code out).
+SCAN_VERSION = "7"
 MACROS_VERSION = "4"     # 4: kx-macros fixed (a hot line without macro bytes, repeated -l, #line)
 COST_VERSION = "2"      # 2: counts run hermetically (icount.count)
 CHECK_VERSION = "2"     # what make check's details hold (2: the whole build's witness too)
@@ -66,11 +67,6 @@ class Cache:
     def sweep_key(self, commit, ccver, config_sha, f):
         """One file under one .config of a sweep (bench/sweep.py), gcc."""
         return self._key(commit, "gcc", ccver, config_sha, f, "sweep", ANALYZER_VERSION)
-
-    def scanfile_key(self, cc, ccver, inputs):
-        """One file of a scan, by the hash of everything its -E output
-        depends on (bench/scan.py input_key), whatever the commit."""
-        return self._key(cc, ccver, inputs, "scanfile", ANALYZER_VERSION, SCAN_VERSION)
 
     def check_key(self, base, commits, cc, ccver, chash, path, files):
         """The details make check found for the files that regressed from

@@ -259,13 +259,6 @@ def _results(c, futs):
 
 # --- tasks (run on the workers; module-level, so they pickle by name) ----------
 
-def analyze_task(bdir, rel, argv, limits):
-    """Local mode: one file in the client's build directory, under the
-    client's -E limits."""
-    proc.set_limits(**limits)
-    return dict(scanfiles.measure_one(Path(bdir), rel, argv)[1], host=platform.node())
-
-
 def chunk_task(spec, files):
     """Remote mode: `files` at spec's (commit, config, compiler), in this
     worker's own work directory. Errors come back as values (a pickled
@@ -352,13 +345,6 @@ def _raise(res):
     if "error" in res:
         raise KexpandError(res["error"], res["klass"])
     return res
-
-
-def local_map(c, bdir, todo, progress=None):
-    """Local mode: [(rel, argv)] -> {rel: result}, on the cluster's workers."""
-    futs = {c.submit(analyze_task, str(bdir), rel, argv, dict(proc.LIMITS), pure=False,
-                     key=f"kx-file-{_tag(bdir, rel)}"): rel for rel, argv in todo}
-    return _gather(c, futs, progress)
 
 
 def _gather(c, futs, progress):

@@ -1,24 +1,22 @@
 """The files of a scan: every C file a build compiled (from its Kbuild
-commands), each measured once through the analyzer, and each keyed by
-its inputs, so that a file whose inputs were measured before (at any
-commit) is not measured again. The per-file work is handed to a mapper
-(dist.py runs it on Dask); this module knows nothing of Dask."""
-import hashlib
+commands) and what one file's measurement holds (measure_one runs the
+analyzer on a file, as a remote Dask worker does; result_of makes the
+record of the analyzer's output, as kbuildscan does for kx-cc's), then
+the scan's figures (summary) and where the cache keeps it (keep)."""
 import json
-import os
 import shlex
 import statistics
 import time
 from pathlib import Path
 
-from kbuild import kcmd, sandbox
+from kbuild import build, kcmd, sandbox
 from kbuild.proc import run
 from kbuild.util import KexpandError
 
 from . import headerbuild, headers
 from .expansion import analyze, tree_path
 
-HOT_LINES = 5       # the hottest source lines kept per file (make check reports them)
+HOT_LINES = build.SCAN_TOP   # the hottest source lines kept per file (make check reports them)
 
 
 def compile_commands(tree, bdir):
@@ -56,7 +54,7 @@ def compile_commands(tree, bdir):
             continue
         if str(rel).startswith(bdir.name + "/"):
             continue          # generated sources inside the build dir
-        argv = e.get("arguments") or shlex.split(e["command"])
+        argv = kcmd.unwrapped(e.get("arguments") or shlex.split(e["command"]))
         out_entries.append((str(rel), argv))
     return one_per_file(out_entries)
 
@@ -91,134 +89,18 @@ def measure_one(bdir, rel, argv):
         return rel, {"status": "error", "error": str(e)[-2000:],
                      "reason": getattr(e, "limit", "error"),
                      "seconds": round(time.monotonic() - t0, 4)}
-    secs = time.monotonic() - t0
+    return rel, result_of(a, time.monotonic() - t0)
+
+
+def result_of(a, secs):
+    """A file's scan result from the analyzer's output `a` and the
+    seconds its pipe took (measure_one; a Kbuild-driven scan's kx-cc)."""
     hot = [{"at": f"{tree_path(t['file'])}:{t['line']}", "bytes": t["bytes"]}
            for t in a["top"]]
-    return rel, {"status": "ok", "bytes": a["bytes"], "lines": a["lines"],
-                 "longest_line_bytes": a["longest_line_bytes"],
-                 "hot": hot[0] if hot else None, "hot_lines": hot,
-                 "seconds": round(secs, 4), "inc": headers.record(a)}
-
-
-def _digest(path, memo):
-    k = os.path.normpath(path)
-    if k not in memo:
-        try:
-            with open(k, "rb") as f:
-                memo[k] = hashlib.sha256(f.read()).digest()
-        except OSError:
-            memo[k] = b"-"
-    return memo[k]
-
-
-# headers fixdep leaves out of the lists (scripts/basic/fixdep.c)
-UNLISTED = ["include/generated/autoconf.h", "include/generated/autoksyms.h"]
-
-
-# what a build leaves in a directory and no source includes: objects,
-# archives, Kbuild's dot files (.x.o.cmd, .x.o.d), lists. Left out of the
-# listings, so that a dir with objects (a full build) and one without
-# (make check's prepared copy) list the same headers.
-BUILD_PRODUCT = (".o", ".a", ".ko", ".mod", ".order", ".symvers", ".lto")
-
-
-def _listed(name):
-    return not name.startswith(".") and not name.endswith(BUILD_PRODUCT)
-
-
-def _listing(dirs, memo):
-    """The names of every file under `dirs` ([(name as the command gives
-    it, path)]; recursively, the last one only at its top) but the build's
-    products (BUILD_PRODUCT): a header added where the include path would
-    find it first, or one that a __has_include() looked for, changes it.
-    Only relative names go into the hash: the build dir's own name must
-    not."""
-    k = ("listing",) + tuple(dirs)
-    if k not in memo:
-        h = hashlib.sha256()
-        for i, (label, d) in enumerate(dirs):
-            h.update(f"{label}\0".encode())
-            for root, subdirs, names in os.walk(d):
-                subdirs.sort()
-                if i == len(dirs) - 1:
-                    subdirs[:] = []
-                for n in sorted(filter(_listed, names)):
-                    h.update(os.path.relpath(os.path.join(root, n), d).encode() + b"\0")
-        memo[k] = h.digest()
-    return memo[k]
-
-
-def input_key(bdir, rel, argv, memo):
-    """What a file's -E output is a function of: its command, the length of
-    the build dir's path (line markers name the working directory when -g
-    is on), the config (autoconf.h and autoksyms.h, which fixdep leaves
-    out), the content of every file its Kbuild dependency list names, and
-    the names of the files in its -I directories and its own directory
-    (a new header that would be found first, or that a __has_include()
-    looks for). Equal keys, equal bytes: a file whose key was measured
-    before (at another commit) is not measured again. None when the .cmd
-    has no dependency list."""
-    try:
-        deps = kcmd.dependencies(kcmd.cmd_file(bdir, rel))
-    except OSError:
-        return None
-    if deps is None:
-        return None
-    h = hashlib.sha256(json.dumps([argv, len(str(bdir))]).encode())
-    for d in UNLISTED + sorted(set(deps)):
-        h.update(d.encode() + b"\0" + _digest(Path(bdir) / d, memo) + b"\0")
-    # the file's own object dir (6.12: -I mm, Makefile.lib) is left out: it
-    # comes last on the include path, after every dir that holds a header,
-    # and holds only what the build made for that dir (objects, lists,
-    # images, generated .c and .h files, a full build more than make
-    # check's prepared copy); a header there that the file reads is in its
-    # dependency list, content and all
-    obj = os.path.normpath(os.path.join(bdir, os.path.dirname(rel)))
-    dirs = [(d, p) for d in kcmd.include_dirs(argv)
-            for p in [os.path.normpath(os.path.join(bdir, d))] if p != obj]
-    src = "../" + os.path.dirname(rel)
-    h.update(_listing(dirs + [(src, os.path.normpath(os.path.join(bdir, src)))], memo))
-    return h.hexdigest()
-
-
-def scan_build(tree, bdir, mapper, workers, progress=None, known_seconds=None,
-               reuse=None, entries=None):
-    """Every C file the build in bdir compiled, through the analyzer.
-    mapper([(rel, argv)]) -> {rel: result} runs measure_one on `workers`
-    workers (dist.local_map on a Dask cluster whose workers share this
-    machine's work directory). known_seconds: {file: seconds} from earlier measurements of this
-    commit; those files start first, longest first, so that one slow file
-    (setup.c's 30 s at laight-v4) does not run alone at the end.
-    reuse: (cache, compiler, compiler version): files whose inputs were
-    measured before take that measurement (input_key). entries: the
-    [(rel, argv)] to measure in bdir instead of bdir's own (make check's
-    fast path: a prepared copy measured with its full build's commands)."""
-    entries = list(entries) if entries is not None else compile_commands(tree, bdir)
-    known = known_seconds or {}
-    entries.sort(key=lambda e: -known.get(e[0], 0.0))
-    if not entries:
-        raise KexpandError(f"no compiled C files found in {bdir}: build the "
-                           "point first", "build")
-    n = len(entries)
-    t0 = time.monotonic()
-    files, keys, memo = {}, {}, {}
-    if reuse:
-        cache, cc, ccver = reuse
-        for rel, argv in entries:
-            keys[rel] = input_key(bdir, rel, argv, memo)
-            hit = cache.get(cache.scanfile_key(cc, ccver, keys[rel])) if keys[rel] else None
-            if hit and hit.get("status") == "ok":
-                files[rel] = hit
-    todo = [e for e in entries if e[0] not in files]
-    if progress:
-        progress.say(f"  scanning {len(todo)} C files with {workers} Dask workers"
-                     + (f" ({len(files)} of {n} unchanged since measured: reused)"
-                        if files else ""))
-    for rel, res in mapper(todo).items():
-        files[rel] = res
-        if reuse and keys.get(rel) and res["status"] == "ok":
-            cache.put(cache.scanfile_key(cc, ccver, keys[rel]), res)
-    return summary(files, [rel for rel, _ in todo], time.monotonic() - t0, workers)
+    return {"status": "ok", "bytes": a["bytes"], "lines": a["lines"],
+            "longest_line_bytes": a["longest_line_bytes"],
+            "hot": hot[0] if hot else None, "hot_lines": hot,
+            "seconds": round(secs, 4), "inc": headers.record(a)}
 
 
 def keep(cache, key, scan):

@@ -1,25 +1,18 @@
 """What make check measures about a series (bench/cmd/check.py drives it):
-every C file of the base's build at the base and at the tip, then, for the
-files that grew past the threshold, where and how.
+every C file of the build at the base and at the tip, then, for the files
+that grew past the threshold, where and how.
 
-The fast path. A series that changes no Makefile, Kbuild or Kconfig file,
-no script or header generator and adds or removes no C file leaves every
-file's compile command as it was: the tip is measured in a prepared copy
-of the base's build dir (builddir.prepared_copy: the base's config, .cmd
-files and host tools, no objects, `make prepare` at the tip, so the
-generated headers are the tip's) with the base's commands. Files whose
-inputs did not change keep their measurement (scanfiles.input_key). The
-integration tests check that every file's bytes equal what a full build
-of the tip gives. Otherwise (or with FULL_BUILD=1) the tip gets a full
-build, seeded from the base's, and is scanned with its own commands."""
-import re
+Both sides are Kbuild-driven scans (kbuildscan): the tip's scan dir
+starts as a copy of the base's, and Kbuild measures again the objects
+whose command or files the series changed (a Makefile or Kconfig change
+included); the others keep the base's measurement. FULL_BUILD=1 makes
+the tip's dir from nothing. The integration tests check that both give
+every file the same bytes."""
 import statistics
 
-from kbuild import build, builddir, kcmd, series
-from kbuild.gitops import git
-from kbuild.util import KexpandError
+from kbuild import build, series
 
-from . import cost, headerbuild, headers, macros, scanfiles
+from . import cost, headerbuild, headers, kbuildscan, macros
 from .expansion import measure_file
 
 # a file whose growth is under this many bytes is never a regression,
@@ -38,24 +31,6 @@ DEFAULT_RATIO = 1.10        # THRESHOLD=10%
 DEFAULT_TOTAL_RATIO = 1.005  # TOTAL_THRESHOLD=0.5%
 TOTAL_MIN_GROWTH = MIN_GROWTH
 COUNT_TOP = 3               # -c instruction counts for the worst files
-# what a series may change and keep the base's compile commands
-FULL_BUILD = re.compile(
-    r"(^|/)(Makefile[^/]*|Kbuild[^/]*|Kconfig[^/]*|[^/]*\.mk)$|^scripts/|^tools/"
-    r"|^arch/[^/]+/(tools|configs|entry/syscalls)/|^usr/|\.(tbl|sh|py|pl|awk|sed)$")
-
-
-def full_build_reason(tree, base, tip):
-    """Why the tip needs a full build (None: the fast path will do)."""
-    out = git(tree, "diff", "--name-status", "--no-renames", base, tip).stdout
-    for line in out.splitlines():
-        status, _, path = line.partition("\t")
-        if status[:1] in "AD" and path.endswith(".c"):
-            return f"the series {'adds' if status[0] == 'A' else 'removes'} {path}"
-        if FULL_BUILD.search(path):
-            return f"the series changes {path}"
-    return None
-
-
 def verdict(bytes_base, bytes_tip, ratio):
     """regression, improvement, changed or same."""
     if bytes_tip == bytes_base:
@@ -179,72 +154,46 @@ def first_error_line(text):
 
 
 class TipDir:
-    """Where the tip (and each commit of the series) is measured: a
-    prepared copy of the base's build dir measured with the base's
-    commands (fast), or the tip's own full build (full)."""
+    """Where the tip and each commit of the series are measured: the tip's
+    scan dir (kbuildscan), a copy of the base's made at the tip by Kbuild,
+    or (fresh, FULL_BUILD=1) made from nothing."""
 
-    def __init__(self, req, tree, base, tip, cc, config, full):
+    def __init__(self, req, tree, base, tip, cc, config):
         self.req, self.tree, self.cc, self.config = req, tree, cc, config
-        self.base_dir = build.build_dir(tree, base, cc)
-        # a whole kernel built from the same files (another commit id: a
-        # point of the case the series rebuilds, a commit of the user's)
-        # is the tip's full build
-        self.dir = (full and builddir.same_tree_kernel(tree, tip, cc, config.hash())) or \
-            build.build_dir(tree, tip, cc)
-        self.full = full
-        self.entries = None        # the commands measured (fast path)
+        self.tip = tip
+        self.base_dir = build.scan_dir(tree, base, cc)
+        self.dir = build.scan_dir(tree, tip, cc)
+
+    def scan(self, fresh=False):
+        """The tip's scan (the tree checked out at the tip)."""
+        series.checkout(self.tree, self.tip)
+        return kbuildscan.scan(self.tree, self.tip, self.cc, self.config, self.req.jobs,
+                               self.req.progress, fresh=fresh)
 
     def ready_at(self, commit):
         """Check out `commit` and make the dir's generated headers its own."""
         series.checkout(self.tree, commit)
-        if self.full:
-            b = builddir.ensure_kernel(self.tree, self.dir, self.cc, self.config,
-                                       self.req.jobs)
-        else:
-            b = builddir.prepared_copy(self.tree, self.base_dir, self.dir, self.cc,
-                                       self.config, self.req.jobs)
-        if not b.ok:
-            raise KexpandError(f"{'building' if self.full else 'make prepare in'} "
-                               f"{self.dir.name} failed at {commit[:12]}:\n{b.log_tail}",
-                               "build")
-        return b
+        return kbuildscan.make_at(self.tree, commit, self.cc, self.config, self.req.jobs,
+                                  ["prepare"], sdir=self.dir)[1]
 
-    def command(self, f):
-        """f's compile command: the base's (fast) or the tip's own."""
-        return kcmd.compile_command(self.base_dir if not self.full else self.dir, f)
+    def measure(self, commit, files):
+        """{file: scan result} of `files` at `commit` (Kbuild's objects)."""
+        series.checkout(self.tree, commit)
+        return kbuildscan.measure(self.tree, self.dir, commit, self.cc, self.config,
+                                  self.req.jobs, files)
 
 
 def per_patch(req, case, tipdir, commits, files, progress):
-    """{file: [bytes at commit 1, ..., N-1]} (the tip is the scan's), the
-    fast path walking the series in the tip's dir with make prepare at each
-    commit; the full path measuring each commit like make compare does."""
-    from .point import measure_point
+    """{file: [bytes at commit 1, ..., N-1]} (the tip is the scan's): the
+    tip's scan dir walked through the series, Kbuild making the files'
+    objects at each commit."""
     out = {f: [] for f in files}
     for i, c in enumerate(commits[:-1]):
         progress.say(f"  patch {i + 1}/{len(commits)}: {len(files)} file(s) at {c[:12]}")
-        if tipdir.full:
-            rec = measure_point(req, case, tipdir.tree, c[:12], c, tipdir.cc, files)
-            for f in files:
-                out[f].append(rec["files"][f].get("expanded_bytes"))
-            continue
-        tipdir.ready_at(c)
-        res = dict(_map_measure(req, tipdir.dir, [(f, tipdir.command(f)) for f in files]))
+        res = tipdir.measure(c, files)
         for f in files:
             out[f].append(res[f].get("bytes") if res[f]["status"] == "ok" else None)
     return out
-
-
-def _map_measure(req, bdir, todo):
-    """measure_one for each (file, argv), JOBS at a time."""
-    from kbuild.proc import run_jobs
-    got, failed = {}, {}
-
-    def one(f, argv):
-        got[f] = scanfiles.measure_one(bdir, f, argv)[1]
-    run_jobs([(one, (f, argv)) for f, argv in todo], req.jobs, failed)
-    for f, e in failed.items():
-        got[f] = {"status": "error", "error": e["error"]}
-    return got.items()
 
 
 def grew_most(base_bytes, steps, tip_bytes, patches):

@@ -15,17 +15,51 @@ from pathlib import Path
 
 from . import sandbox
 from .proc import kill_group, run, spawn
-from .util import KexpandError, atomic_write_json, log, read_json
+from .util import REPO, KexpandError, atomic_write_json, log, read_json
 
 ARCH = "x86_64"
 COMPILERS = {"gcc": [], "clang": ["LLVM=1"]}
+# a scan dir (<tree>/ks-<commit12>-<compiler>, scan_dir) is where Kbuild
+# drives a scan: every make in it compiles through kexpand's wrapper
+SCAN_PREFIX = "ks-"
+KX_CC = REPO / "bench" / "tools" / "kx-cc"
+KX_ANALYZE = REPO / "bench" / "tools" / "kx-analyze"
+SCAN_TOP = 5            # hot lines kept per file (scanfiles.HOT_LINES)
+# objects a later step of the build reads (kx-cc compiles them for real):
+# the vDSO, whose image becomes a generated C file; real-mode and
+# purgatory code; the boot code; the host side of scripts/
+SCAN_REAL = ("arch/x86/entry/vdso/", "arch/x86/realmode/", "arch/x86/purgatory/",
+             "arch/x86/boot/", "scripts/")
 
 
-def make_args(compiler):
+def make_args(compiler, bdir=None):
+    """ARCH= and the compiler's variables; in a scan dir, CC= names the
+    wrapper (kx-cc) in front of the compiler, for the config steps too:
+    Kconfig records $(CC), and a new one would configure the dir again."""
     if compiler not in COMPILERS:
         raise KexpandError(f"unknown compiler '{compiler}'; use one of: "
                            f"{', '.join(COMPILERS)}")
-    return [f"ARCH={ARCH}", *COMPILERS[compiler]]
+    args = [f"ARCH={ARCH}", *COMPILERS[compiler]]
+    if bdir is not None and is_scan_dir(bdir):
+        args += scan_args(compiler)
+    return args
+
+
+def scan_args(compiler):
+    """A scan dir's make variables: kx-cc in front of the compiler and the
+    host compiler (host programs' C files are in a full build's scan too),
+    and kx-cc's settings (make gives command-line variables to every
+    command's environment). Kbuild's generators run with Debian's python."""
+    from .proc import LIMITS
+    cc = "clang" if compiler == "clang" else "gcc"
+    return [f"CC={KX_CC} {cc}", f"HOSTCC={KX_CC} --host {cc}",
+            "PYTHON3=/usr/bin/python3", f"KX_SCAN_ANALYZE={KX_ANALYZE}",
+            f"KX_SCAN_TOP={SCAN_TOP}", f"KX_SCAN_REAL={':'.join(SCAN_REAL)}",
+            f"KX_SCAN_TIME={LIMITS['time_s']}", f"KX_SCAN_MEM={LIMITS['mem_mb']}"]
+
+
+def is_scan_dir(bdir):
+    return Path(bdir).name.startswith(SCAN_PREFIX)
 
 
 def compiler_version(compiler):
@@ -64,6 +98,13 @@ class Config:
 
 def build_dir(tree, commit, compiler):
     return Path(tree) / f"kb-{commit[:12]}-{compiler}"
+
+
+def scan_dir(tree, commit, compiler):
+    """Where Kbuild measures `commit` (bench/measure/kbuildscan.py): a
+    name as long as build_dir's, so line markers that name the working
+    directory (-g) have the same length in both."""
+    return Path(tree) / f"{SCAN_PREFIX}{commit[:12]}-{compiler}"
 
 
 def commit_of(bdir):
@@ -148,13 +189,13 @@ class BuildProgress:
 
 
 def build(tree, bdir, compiler, targets, jobs, keep_going=True, seeded=False,
-          config_hash=None):
+          config_hash=None, variables=()):
     """make the given targets (objects like mm/compaction.o, or bzImage),
     streaming Kbuild's output into a progress line every 30 s. seeded: the
     dir started as a copy of another (never a clean build); config_hash
     keys the step counts of the progress line."""
-    cmd = ["make", "-C", str(tree), f"O={bdir.name}", *make_args(compiler),
-           f"-j{jobs}", *(["-k"] if keep_going else []), *targets]
+    cmd = ["make", "-C", str(tree), f"O={bdir.name}", *make_args(compiler, bdir),
+           f"-j{jobs}", *(["-k"] if keep_going else []), *targets, *variables]
     from_clean = not any(bdir.glob("*/*.o")) and not (bdir / "vmlinux").exists() \
         and not seeded
     key = f"{config_hash or '-'} {compiler} {' '.join(targets)}"

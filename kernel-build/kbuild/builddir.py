@@ -10,6 +10,8 @@ that only this module reads or writes:
                          kernel (every object with a .cmd file)
   .kexpand-seeded-from   the build dir it started as a copy of
   .kexpand-kernel.json   how the whole kernel in it was built (build info)
+  .kexpand-at            a scan dir's commit at its last make (it may be
+                         walked through other commits: kbuildscan)
 
 `configure` (base + fragment + olddefconfig), `seed` (start from a copy of
 another dir of the same config and compiler), `built`/`note_built` (is
@@ -30,6 +32,7 @@ CONFIG = ".kexpand-config"
 BUILT = ".kexpand-built"
 SEEDED = ".kexpand-seeded-from"
 KERNEL = ".kexpand-kernel.json"
+AT = ".kexpand-at"
 
 
 def config_hash(bdir):
@@ -39,6 +42,21 @@ def config_hash(bdir):
         return p.read_text().strip() or None
     except OSError:
         return None
+
+
+def made_at(bdir):
+    """The commit a scan dir's last make ran at, or None (none, or one
+    that stopped half way: unmade_at)."""
+    p = Path(bdir) / AT
+    return p.read_text().strip() or None if p.is_file() else None
+
+
+def unmade_at(bdir):
+    (Path(bdir) / AT).unlink(missing_ok=True)
+
+
+def note_made_at(bdir, commit):
+    atomic_write(Path(bdir) / AT, commit + "\n")
 
 
 def seeded_from(bdir):
@@ -77,21 +95,6 @@ def has_kernel(bdir, chash):
     """A whole kernel was built in bdir at this config."""
     return config_hash(bdir) == chash and "*" in _list(bdir) and \
         _owner(bdir, chash) in _list(bdir)
-
-
-def same_tree_kernel(tree, commit, compiler, chash):
-    """A build dir holding a whole kernel built at this config from a
-    commit whose files are `commit`'s (the same git tree object): that
-    build is `commit`'s build. None if there is none."""
-    from .gitops import git
-    want = git(tree, "rev-parse", f"{commit}^{{tree}}").stdout.strip()
-    for d in sorted(Path(tree).glob(f"kb-*-{compiler}")):
-        if has_kernel(d, chash) and (d / "vmlinux").is_file():
-            got = git(tree, "rev-parse", "-q", "--verify", f"{build.commit_of(d)}^{{tree}}",
-                      check=False).stdout.strip()
-            if got == want:
-                return d
-    return None
 
 
 def note_built(bdir, targets, failed=()):
@@ -158,7 +161,7 @@ def seed(tree, bdir, compiler, want, full=False, move_from=None):
     if move_from is not None and Path(move_from).is_dir() and \
             config_hash(move_from) == want and Path(move_from) != bdir:
         return _take_over(tree, Path(move_from), bdir)
-    same = [d for d in Path(tree).glob(f"kb-*-{compiler}")
+    same = [d for d in Path(tree).glob(f"{bdir.name[:3]}*-{compiler}")
             if d != bdir and config_hash(d) == want
             and (d / "include/generated/autoconf.h").is_file()
             and (not full or (d / "vmlinux").is_file())]
@@ -233,7 +236,7 @@ def configure(tree, bdir, compiler, config, seed_from_others=False, full=False,
         return
     bdir.mkdir(parents=True, exist_ok=True)
     (bdir / CONFIG).unlink(missing_ok=True)   # half-configured: not this config
-    margs = build.make_args(compiler)
+    margs = build.make_args(compiler, bdir)
     if config.kconfig:
         atomic_write(bdir / ".config", Path(config.kconfig).read_bytes())
     else:
@@ -314,52 +317,3 @@ def ensure_kernel(tree, bdir, compiler, config, jobs, seed_from_others=True):
     if b.ok:
         note_full_build(bdir, b.info)
     return b
-
-
-PREPARED = ".kexpand-prepared-from"
-KEEP_OBJECTS = ("scripts", "tools")     # host programs prepare would rebuild
-
-
-def _copy_without_objects(src, dst):
-    """src's tree of files, times kept, without the kernel's own objects
-    and images (the bulk of a build dir; scripts/ and tools/ keep theirs:
-    prepare needs those host programs)."""
-    skip = (".o", ".a", ".ko", ".mod.o", ".lto.o")
-    for root, dirs, files in os.walk(src):
-        rel = os.path.relpath(root, src)
-        top = rel.split(os.sep)[0]
-        out = os.path.join(dst, rel)
-        os.makedirs(out, exist_ok=True)
-        for name in files:
-            if top not in KEEP_OBJECTS and (name.endswith(skip) or name.startswith("vmlinux")
-                                            or name == "bzImage"):
-                continue
-            shutil.copy2(os.path.join(root, name), os.path.join(out, name),
-                         follow_symlinks=False)
-        shutil.copystat(root, out)
-
-
-def prepared_copy(tree, src, dst, compiler, config, jobs):
-    """A build dir for measuring the commit checked out with the compile
-    commands of another commit's full build (src): src's config, .cmd
-    files, generated headers and host tools, no objects, then `make
-    prepare` at this commit, so the generated headers are this commit's.
-    Made once per (src, dst); later calls only run prepare again (after
-    a checkout). Returns the BuildResult of prepare."""
-    src, dst = Path(src), Path(dst)
-    if not (dst / PREPARED).is_file() or (dst / PREPARED).read_text().strip() != src.name \
-            or config_hash(dst) != config.hash():
-        if dst.exists():
-            shutil.rmtree(dst)          # a kb-* dir of kexpand's own
-        log(f"{dst.name}: a copy of {src.name}'s configuration, commands and "
-            "generated headers, without objects (make prepare only)")
-        tmp = dst.with_name(dst.name + ".part")
-        shutil.rmtree(tmp, ignore_errors=True)
-        _copy_without_objects(src, tmp)
-        (tmp / BUILT).unlink(missing_ok=True)
-        (tmp / KERNEL).unlink(missing_ok=True)
-        tmp.rename(dst)
-        retarget(src, dst)
-        atomic_write(dst / PREPARED, src.name + "\n")
-    return build.build(tree, dst, compiler, ["prepare"], jobs, keep_going=False,
-                       seeded=True, config_hash=config.hash())

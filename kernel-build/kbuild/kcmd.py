@@ -76,6 +76,18 @@ def compile_command(bdir, src):
         if tok == ";":
             break
         argv.append(tok)
+    return unwrapped(argv)
+
+
+WRAPPER = "kx-cc"
+
+
+def unwrapped(argv):
+    """A command of a scan dir's without the wrapper in front (kexpand's
+    kx-cc, and its --host): the compiler's own command, as a full build
+    runs it."""
+    if argv and os.path.basename(argv[0]) == WRAPPER:
+        argv = argv[2:] if argv[1:2] == ["--host"] else argv[1:]
     return argv
 
 

@@ -53,6 +53,8 @@ KEEP = {"PATH", "LANG", "LANGUAGE", "TZ", "PWD", "SOURCE_DATE_EPOCH", "ARCH",
         "CROSS_COMPILE", "LLVM"}
 KEEP_PREFIX = ("LC_", "KBUILD_", "KCONFIG_", "KEXPAND_RUN", "KX_ICOUNT_", "KX_QEMU",
                "FAKE_")
+# a tree's build dirs (build.build_dir) and scan dirs (build.scan_dir)
+BUILD_DIRS = ("kb-", "ks-")
 # kexpand's own tools and the case data (config fragments): read-only
 OWN_RO = (REPO / "bench" / "tools", REPO / "cases", REPO / "kernel-build")
 
@@ -93,10 +95,11 @@ def _git_objects(tree):
 
 
 def _tree_of(bdir):
-    """The tree a build dir belongs to (<tree>/kb-*); any other dir is a
-    tree of its own, with nothing writable in it but what rw names."""
+    """The tree a build or scan dir belongs to (<tree>/kb-*, ks-*); any
+    other dir is a tree of its own, with nothing writable in it but what
+    rw names."""
     p = Path(bdir).resolve()
-    return p.parent if p.name.startswith("kb-") else p
+    return p.parent if p.name.startswith(BUILD_DIRS) else p
 
 
 # a source file kexpand reads itself (a hot line's statement): at most this
@@ -136,7 +139,7 @@ def wrap(argv, bdir, *, cwd=None, rw=(), ro=(), env=None, seconds=None,
     tree = _tree_of(bdir)
     cwd = Path(cwd).resolve() if cwd is not None else bdir
     a = _system() + _path_dirs(env, tree) + ["--ro-bind", str(tree), str(tree)]
-    for d in sorted(tree.glob("kb-*")):
+    for d in sorted(d for d in tree.iterdir() if d.name.startswith(BUILD_DIRS)):
         if d.is_dir() and d != bdir:
             a += ["--ro-bind", str(d), str(d)]
     if bdir != tree:

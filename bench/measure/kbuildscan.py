@@ -1,0 +1,139 @@
+"""A scan that Kbuild drives: `make compile_commands.json` in a scan dir
+(build.scan_dir, <tree>/ks-<commit12>-<compiler>) with kexpand's
+compiler wrapper as CC (bench/tools/kx-cc.c). Kbuild runs one command per
+object with the exact flags, in parallel (-j), writes each object's
+command and dependencies (fixdep); for each C file, kx-cc runs that
+command with -E through the analyzer instead of compiling it, keeps the
+measurement beside the object (.<name>.o.kx.json) and leaves an empty
+object, except where a later step reads the object (build.SCAN_REAL:
+the vDSO, whose image becomes a generated C file; real-mode code; host
+programs), which it compiles for real too. So a scan costs about what
+preprocessing costs, not a full build and then a scan.
+
+The target is Kbuild's own list of what it compiles: vmlinux.a, the
+libraries and the modules' objects (compile_commands.json). vmlinux is
+not linked, so the decompressor and setup code under arch/x86/boot/,
+built from a linked vmlinux, are not part of the scan (a full build's
+scan has them: 21 files on 6.1 tinyconfig).
+
+A later commit's scan starts as a copy of the nearest scan dir of the
+same config and compiler (builddir.seed); Kbuild's rebuild rules then
+measure again exactly the objects whose command or files changed, and
+the others keep their measurement. A file that does not preprocess is
+measured again by every run (kx-cc names a file that never exists in
+its dependencies). A scan dir may be walked through other commits
+(make check's per-patch bytes: `make <objects>` at each commit); it
+remembers the commit it was last made at (builddir.made_at), and the files that differ
+from it are stamped new first (mtimes.mark_changed), so that a checkout
+that gives files back an older time (kbuild.mtimes) cannot hide them."""
+import json
+import shutil
+import time
+from pathlib import Path
+
+from kbuild import build, builddir, kcmd, mtimes
+from kbuild.util import KexpandError
+
+from . import scanfiles
+
+TARGET = "compile_commands.json"
+RECORD = ".kx.json"
+
+
+def record_path(bdir, obj):
+    obj = Path(obj)
+    return Path(bdir) / obj.parent / f".{obj.name}{RECORD}"
+
+
+def make_at(tree, commit, compiler, config, jobs, targets, fresh=False, sdir=None):
+    """Kbuild's `targets` in the scan dir of `commit` (or `sdir`), the tree
+    checked out at `commit`: a new dir starts as a copy of the nearest of
+    the same config (fresh: from nothing). Returns (dir, BuildResult); a
+    failed run raises a 'build' error with Kbuild's last lines."""
+    if not build.KX_CC.exists() or not build.KX_ANALYZE.exists():
+        raise KexpandError(f"{build.KX_CC} or {build.KX_ANALYZE} missing: run "
+                           f"'make -C {build.KX_CC.parents[2]} all'", "infra")
+    sdir = Path(sdir or build.scan_dir(tree, commit, compiler))
+    if fresh and sdir.exists():
+        shutil.rmtree(sdir)
+    builddir.configure(tree, sdir, compiler, config, seed_from_others=not fresh)
+    at = builddir.made_at(sdir)
+    if at and at != commit and mtimes.kept(tree):
+        mtimes.mark_changed(tree, at, commit)
+    builddir.unmade_at(sdir)                    # (a run that stops half way)
+    b = build.build(tree, sdir, compiler, list(targets), jobs, keep_going=False,
+                    seeded=builddir.seeded_from(sdir) is not None,
+                    config_hash=config.hash())
+    if not b.ok:
+        raise KexpandError(f"Kbuild in {sdir.name} failed at {commit[:12]}:\n"
+                           f"{b.log_tail}", "build")
+    builddir.note_made_at(sdir, commit)
+    return sdir, b
+
+
+def scan(tree, commit, compiler, config, jobs, progress=None, fresh=False):
+    """Scan `commit` (checked out in `tree`) with Kbuild: the scan record
+    (scanfiles.summary) with "build" (how the run went). A file that does
+    not preprocess is in the record as an error."""
+    t0 = time.time()
+    sdir, b = make_at(tree, commit, compiler, config, jobs, [TARGET], fresh)
+    files, measured = collect(tree, sdir, t0)
+    sc = scanfiles.summary(files, measured, time.time() - t0, jobs)
+    sc["build"] = {"engine": "kbuild", "scan_s": round(b.seconds, 1), "jobs": jobs,
+                   "from": builddir.seeded_from(sdir) or "clean", "steps": b.steps}
+    if progress:
+        progress.say(f"  Kbuild measured {len(measured)} of {len(files)} C files "
+                     f"in {b.seconds:.0f} s ({sdir.name})")
+    return sc
+
+
+def measure(tree, sdir, commit, compiler, config, jobs, files):
+    """{file: scan result} of `files` at `commit` in scan dir `sdir`
+    (Kbuild makes their objects: those whose inputs changed are measured
+    again)."""
+    sdir, _ = make_at(tree, commit, compiler, config, jobs,
+                      [kcmd.obj_of(f) for f in files], sdir=sdir)
+    out = {}
+    for f in files:
+        argv = kcmd.compile_command(sdir, f)
+        out[f] = result(_read(sdir, f, argv))
+    return out
+
+
+def collect(tree, bdir, since):
+    """{file: scan result} of every C file the build compiled (the .cmd
+    files, as scanfiles.compile_commands reads them), from kx-cc's
+    records, and the files measured by this run (records newer than
+    `since`)."""
+    files, measured = {}, []
+    for rel, argv in scanfiles.compile_commands(tree, bdir):
+        rec = _read(bdir, rel, argv)
+        files[rel] = result(rec)
+        if record_path(bdir, kcmd.output_file(argv)).stat().st_mtime >= since:
+            measured.append(rel)
+    return files, measured
+
+
+def _read(bdir, rel, argv):
+    """kx-cc's record of `rel`, compiled by `argv` (the wrapper left out).
+    A record that is missing, or of another command than Kbuild's last
+    one, is an error of kexpand's, never a measurement."""
+    path = record_path(bdir, kcmd.output_file(argv))
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise KexpandError(f"{rel}: no measurement from kx-cc in {path} ({e}); "
+                           "was the scan dir built by hand?", "infra")
+    if rec.get("argv") != argv:
+        raise KexpandError(f"{rel}: the measurement in {path} is of another "
+                           "command than Kbuild's last one", "infra")
+    return rec
+
+
+def result(rec):
+    """A kx-cc record as scanfiles.measure_one gives a file's result."""
+    if rec["status"] != "ok":
+        return {"status": "error", "error": rec.get("error", "")[-2000:],
+                "reason": rec.get("reason") or "error", "seconds": rec["seconds"]}
+    a = dict(rec["analysis"], cpp_cpu_s=rec["cpp_cpu_s"])
+    return scanfiles.result_of(a, rec["seconds"])
