@@ -236,17 +236,20 @@ def scan_totals_plot(results, index, outdir):
                if p["commit"] in recs]
         if not got:
             continue
-        got = [(n, r) for n, r in got if r["build"].get("full_build_s") is not None]
+        # a Kbuild-driven scan's time (scan_s), or an older full build's
+        got = [(n, r) for n, r in got
+               if r["build"].get("scan_s", r["build"].get("full_build_s")) is not None]
         if not got:
             continue
         pts = [n for n, _ in got]
         totals = [r["total_bytes"] for _, r in got]
-        builds = [r["build"]["full_build_s"] for _, r in got]
-        clean = [r["build"]["from_clean"] for _, r in got]
+        builds = [r["build"].get("scan_s", r["build"].get("full_build_s")) for _, r in got]
+        clean = [r["build"].get("from") == "clean" if "scan_s" in r["build"]
+                 else r["build"]["from_clean"] for _, r in got]
         regression.totals_plot(
             pts, totals, builds, clean, outdir / f"scan-totals-{cc}",
-            f"whole build: total -E bytes of every compiled C file and full "
-            f"build time (make -j{got[0][1]['build']['jobs']} bzImage)\n"
+            f"whole build: total -E bytes of every compiled C file and the scan's "
+            f"time (Kbuild-driven, make -j{got[0][1]['build']['jobs']})\n"
             f"{index.get('package')}, {cc}")
     return pts
 

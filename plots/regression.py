@@ -143,14 +143,14 @@ def growth_histogram(ratios, out_base, title):
 
 
 def totals_plot(points, totals, builds, clean, out_base, title):
-    """Two panels over the series points: total bytes, full build time."""
+    """Two panels over the series points: total bytes, the scan's time."""
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
     x = list(range(len(points)))
     a1.plot(x, totals, marker="o")
     hover = Hover()
     for xi, p, t, b, c in zip(x, points, totals, builds, clean):
         hover.point(a1, xi, t, f"{p}: {value_text(t, 'bytes')} of -E output, all C files")
-        hover.point(a2, xi, b, f"{p}: full build {value_text(b, 's')}"
+        hover.point(a2, xi, b, f"{p}: scan {value_text(b, 's')}"
                     + ("" if c else " (not from a clean build dir)"))
     a1.yaxis.set_major_formatter(FuncFormatter(human_bytes))
     a1.set_ylabel("total -E bytes, all C files")
@@ -160,7 +160,7 @@ def totals_plot(points, totals, builds, clean, out_base, title):
         if not c:
             a2.annotate("not from clean", (xi, b), fontsize=7,
                         textcoords="offset points", xytext=(4, 4))
-    a2.set_ylabel("full build wall time, s")
+    a2.set_ylabel("scan wall time, s")
     a2.grid(True, alpha=0.4)
     a2.set_xticks(x)
     a2.set_xticklabels(points, rotation=15, ha="right")

@@ -250,6 +250,10 @@ def scan_build_line(sa, sb):
         return (f"- measured on the Dask cluster {sb.get('dask_scheduler')}, each "
                 "worker building in its own work directory; files per host: "
                 f"{sa.get('hosts')} (A), {sb.get('hosts')} (B).")
+    if "scan_s" in sb["build"]:         # Kbuild-driven (kbuildscan)
+        return (f"- Kbuild-driven scans: {sa['build'].get('scan_s')} s and "
+                f"{sb['build']['scan_s']} s (-j{sb['build']['jobs']}; A from "
+                f"{sa['build'].get('from')}, B from {sb['build']['from']}).")
     return (f"- full build: {sa['build'].get('full_build_s')} s and "
             f"{sb['build']['full_build_s']} s (-j{sb['build']['jobs']}; "
             f"from clean: {sa['build']['from_clean']}, {sb['build']['from_clean']}).")

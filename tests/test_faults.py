@@ -424,7 +424,10 @@ def test_scan_ranks_growth_and_writes_focus_list(fake):
     assert len(recs) == 2
     rec = json.loads(recs[0].read_text())
     assert rec["n_files"] == 2 and rec["total_bytes"] > 0
-    assert rec["overhead_ratio"] is not None and rec["build"]["from_clean"] is True
+    assert rec["overhead_ratio"] is not None and rec["build"]["engine"] == "kbuild"
+    # Kbuild drove both: A's scan dir from nothing, B's a copy of A's
+    froms = sorted(json.loads(r.read_text())["build"]["from"] for r in recs)
+    assert froms[0] == "clean" and froms[1].startswith("ks-"), froms
     # another base config is kept apart, records and ranking alike
     before = (out / "ranking.csv").read_text()
     p = mk(env, "scan", CASE="fake", A="before", B="after", CONFIG="defconfig")

@@ -1,16 +1,7 @@
-"""Scans on Dask distributed (Debian python3-distributed), an existing
-engine: kexpand only says what to run.
+"""Scans and tracks on Dask distributed (Debian python3-distributed), an
+existing engine: kexpand only says what to run. On this machine a scan
+needs no cluster (Kbuild drives it, kbuildscan.py); with DASK_SCHEDULER:
 
-- Local (the default): a LocalCluster of JOBS single-threaded worker
-  processes, started and stopped by the scan. Scheduler, nannies and
-  workers listen on 127.0.0.1 only, on free ports (two runs never
-  collide); their HTTP servers (distributed starts one whatever the
-  dashboard setting) serve no route and no dashboard. The workers'
-  stdout and stderr go to a log in the work directory, never to the
-  terminal. Every process below the client ends with it (reap.reaping).
-  The client prepares and builds each commit in its work directory as
-  before; the workers run the per-file expansion tasks in that build
-  directory.
 - Remote (DASK_SCHEDULER=tls://host:8786, with DASK_TLS_CA/CERT/KEY
   through distributed's Security; plain tcp:// only to this machine or
   with DASK_INSECURE=1, settings.py): workers a user started with
@@ -26,16 +17,14 @@ engine: kexpand only says what to run.
 Task keys carry (commit, config hash, compiler version, chunk), so a
 duplicate submission merges with the first. Every file result names the
 host that measured it."""
-import atexit
 import hashlib
 import logging
 import os
 import platform
-import sys
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
-from kbuild import build, builddir, proc, reap, sandbox, series, settings, trees, workdir
+from kbuild import build, builddir, proc, sandbox, series, settings, trees, workdir
 from kbuild.util import KexpandError, atomic_write, log
 
 from . import scanfiles
@@ -50,13 +39,6 @@ def _tag(*parts):
     return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()[:12]
 
 
-# the HTTP servers of scheduler and workers: no route at all (no
-# /json/identity.json naming the workers and their tasks)
-QUIET_CONFIG = {"distributed.scheduler.http.routes": [],
-                "distributed.worker.http.routes": []}
-LOOPBACK = "127.0.0.1"
-
-
 def _distributed():
     try:
         import dask
@@ -69,66 +51,16 @@ def _distributed():
 
 @contextmanager
 def client(req):
-    """A Dask client: to DASK_SCHEDULER, or to a local cluster started
-    here. An unreachable scheduler is exit 5, naming its address. Nothing
-    distributed logs reaches the terminal; an interrupt or an error ends
-    every process the cluster started, compilers and analyzers first."""
-    dask, distributed = _distributed()
+    """A Dask client to DASK_SCHEDULER (a run on this machine needs none:
+    Kbuild is its parallelism). An unreachable scheduler is exit 5, naming
+    its address. Nothing distributed logs reaches the terminal."""
+    _dask, distributed = _distributed()
     quiet = _quiet_logs()
     try:
-        if req.dask_scheduler:
-            with _remote(req, distributed) as c:
-                yield c
-            return
-        log_dir = req.work / "dask" / "logs"
-        log_dir.mkdir(parents=True, exist_ok=True)
-        # set before each worker process starts (also one the nanny starts
-        # again mid-run): its logging is quiet from the import of distributed
-        spawn_env = dict(dask.config.get("distributed.nanny.pre-spawn-environ") or {},
-                         DASK_LOGGING__DISTRIBUTED="critical", KX_DASK_LOG=str(log_dir))
-        with reap.reaping(), dask.config.set(QUIET_CONFIG), dask.config.set(
-                {"distributed.nanny.pre-spawn-environ": spawn_env}):
-            cluster = c = None
-            try:
-                # workers and multiprocessing's resource tracker inherit the
-                # log file as stderr: their output before the preload (and
-                # a leak warning at exit) does not reach the terminal either
-                with _stderr_to(log_dir / "cluster.log"):
-                    cluster = distributed.LocalCluster(
-                        n_workers=req.jobs, threads_per_worker=1, processes=True,
-                        host=LOOPBACK, scheduler_port=0,
-                        dashboard_address=f"{LOOPBACK}:0",
-                        worker_dashboard_address=f"{LOOPBACK}:0",
-                        scheduler_kwargs={"dashboard": False},
-                        worker_class=_nanny_without_dashboard(distributed),
-                        local_directory=str(req.work / "dask"),
-                        preload=[__name__],
-                        silence_logs=logging.CRITICAL + 1)
-                c = distributed.Client(cluster)
-                yield c
-            except BaseException:
-                reap.end_descendants()      # the -E runs first: workers then stop
-                raise
-            finally:
-                for x in (c, cluster):      # a close that fails is no news:
-                    if x is not None:       # reaping() ends what is left
-                        with suppress(Exception):
-                            x.close()
-                # distributed's own close at exit would find a cluster
-                # interrupted mid-start and print its AssertionError
-                atexit.unregister(distributed.deploy.spec.close_clusters)
+        with _remote(req, distributed) as c:
+            yield c
     finally:
         _restore_logs(quiet)
-
-
-def _nanny_without_dashboard(distributed):
-    """Nanny whose worker has no dashboard, whether bokeh is installed or
-    not (LocalCluster turns it on with any worker_dashboard_address, and
-    without one the worker's HTTP server takes 0.0.0.0)."""
-    class Nanny(distributed.Nanny):
-        def __init__(self, *args, **kw):
-            super().__init__(*args, **dict(kw, dashboard=False))
-    return Nanny
 
 
 @contextmanager
@@ -175,44 +107,6 @@ def _quiet_logs():
 def _restore_logs(old):
     for n, level in old.items():
         logging.getLogger(n).setLevel(level)
-
-
-@contextmanager
-def _stderr_to(path):
-    """This process's stdout and stderr, the fds that the processes it
-    starts meanwhile inherit, to the file `path`."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        for i, old in enumerate(saved):
-            os.dup2(old, i + 1)
-            os.close(old)
-        os.close(fd)
-
-
-def dask_setup(worker):
-    """Preload of the local cluster's workers: their stdout and stderr (a
-    traceback on an interrupt, logs) go to a file in the work directory's
-    logs/, never to the terminal; their loggers are quiet."""
-    log_dir = os.environ.get("KX_DASK_LOG")
-    if not log_dir:
-        return
-    fd = os.open(os.path.join(log_dir, f"dask-worker-{os.getpid()}.log"),
-                 os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-    _quiet_logs()
 
 
 def n_workers(c):

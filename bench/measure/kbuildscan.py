@@ -27,16 +27,19 @@ remembers the commit it was last made at (builddir.made_at), and the files that 
 from it are stamped new first (mtimes.mark_changed), so that a checkout
 that gives files back an older time (kbuild.mtimes) cannot hide them."""
 import json
+import platform
+import shlex
 import shutil
 import time
 from pathlib import Path
 
-from kbuild import build, builddir, kcmd, mtimes
+from kbuild import build, builddir, kcmd, mtimes, proc
 from kbuild.util import KexpandError
 
 from . import scanfiles
 
 TARGET = "compile_commands.json"
+HOST = platform.node()
 RECORD = ".kx.json"
 
 
@@ -131,9 +134,14 @@ def _read(bdir, rel, argv):
 
 
 def result(rec):
-    """A kx-cc record as scanfiles.measure_one gives a file's result."""
+    """A kx-cc record as scanfiles.measure_one gives a file's result, with
+    the host that measured it (as a Dask worker's result names it)."""
     if rec["status"] != "ok":
-        return {"status": "error", "error": rec.get("error", "")[-2000:],
-                "reason": rec.get("reason") or "error", "seconds": rec["seconds"]}
+        reason = rec.get("reason") or "error"
+        error = rec.get("error", "")[-2000:]
+        if reason in proc.LIMITS_HIT:
+            error = f"{proc.limit_text(reason)}: {shlex.join(rec['argv'])[:300]}\n{error}"
+        return {"status": "error", "error": error, "reason": reason,
+                "seconds": rec["seconds"], "host": HOST}
     a = dict(rec["analysis"], cpp_cpu_s=rec["cpp_cpu_s"])
-    return scanfiles.result_of(a, rec["seconds"])
+    return dict(scanfiles.result_of(a, rec["seconds"]), host=HOST)

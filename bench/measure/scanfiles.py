@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from kbuild import build, kcmd, sandbox
+from kbuild import proc
 from kbuild.proc import run
 from kbuild.util import KexpandError
 
@@ -121,14 +122,13 @@ def file_headers(cache, key):
     return cache.get(f"{key}-headers") or {}
 
 
-LIMITS_HIT = ("time limit", "memory limit")
 
 
 def cacheable(scan):
     """A scan in which no file hit a limit: one that did may pass with
     higher limits (E_TIME_LIMIT=, E_MEM_LIMIT=) or on a quieter machine,
     so that scan is measured again next time, not read from the cache."""
-    return not any(v.get("reason") in LIMITS_HIT for v in scan["files"].values())
+    return not any(v.get("reason") in proc.LIMITS_HIT for v in scan["files"].values())
 
 
 def summary(files, measured, wall, workers):

@@ -35,6 +35,7 @@
  * itself cannot go on (the analyzer failed, a file cannot be written).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -47,9 +48,43 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kx-elf.h"
 #include "kx-json.h"
 
 #define FORCE_DEP "kexpand-measure-again"
+
+/* The preprocessor stays in make's process group, so that whatever ends
+ * the build (a signal to the group, the sandbox's end) ends cc1 too; past
+ * the time limit kx-cc ends the preprocessor and what it started (cc1),
+ * found through /proc. */
+static void kill_tree(pid_t root)
+{
+	pid_t pids[256];
+	int n = 0;
+	pids[n++] = root;
+	for (int i = 0; i < n; i++) {
+		DIR *d = opendir("/proc");
+		struct dirent *e;
+		while (d && (e = readdir(d)) && n < 256) {
+			char path[300], buf[512];
+			int ppid;
+			snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+			FILE *f = fopen(path, "r");
+			if (!f)
+				continue;
+			size_t k = fread(buf, 1, sizeof(buf) - 1, f);
+			fclose(f);
+			buf[k] = 0;
+			char *close = strrchr(buf, ')');	/* the name may hold anything */
+			if (close && sscanf(close + 2, "%*c %d", &ppid) == 1 && ppid == pids[i])
+				pids[n++] = atoi(e->d_name);
+		}
+		if (d)
+			closedir(d);
+	}
+	for (int i = 0; i < n; i++)
+		kill(pids[i], SIGKILL);
+}
 
 static void die(const char *what)
 {
@@ -120,15 +155,13 @@ static pid_t start(char **argv, int in, int out, int err, int group)
 		die("fork");
 	if (pid)
 		return pid;
-	if (group)
-		setpgid(0, 0);
 	if (in >= 0)
 		dup2(in, 0);
 	if (out >= 0)
 		dup2(out, 1);
 	if (err >= 0)
 		dup2(err, 2);
-	if (group) {
+	if (group) {		/* the preprocessor: its limits */
 		unsigned long mem = strtoul(getenv("KX_SCAN_MEM") ? getenv("KX_SCAN_MEM") : "0",
 					    NULL, 10);
 		unsigned long cpu = strtoul(getenv("KX_SCAN_TIME") ? getenv("KX_SCAN_TIME") : "0",
@@ -141,7 +174,7 @@ static pid_t start(char **argv, int in, int out, int err, int group)
 	_exit(127);
 }
 
-/* wait for both children until `deadline`; past it, kill both groups.
+/* wait for both children until `deadline`; past it, kill both.
  * Returns 1 if the deadline passed. */
 static int wait_both(pid_t cpp, int *cst, struct rusage *ru, pid_t ana, int *ast,
 		     double deadline)
@@ -165,8 +198,7 @@ static int wait_both(pid_t cpp, int *cst, struct rusage *ru, pid_t ana, int *ast
 		double t = deadline - now();
 		if (t <= 0 && !late) {
 			late = 1;
-			kill(-cpp, SIGKILL);
-			kill(cpp, SIGKILL);
+			kill_tree(cpp);
 			kill(ana, SIGKILL);
 			continue;
 		}
@@ -233,50 +265,6 @@ static void write_record(const char *path, char **argv, int argc, const char *st
 	if (rename(tmp, path))
 		die(path);
 	free(tmp);
-}
-
-/* an ELF64 relocatable x86-64 object with nothing in it but an empty
- * symbol table and .note.GNU-stack: what ar, objtool and ld -r take */
-static void empty_object(const char *path)
-{
-	static const char names[] = "\0.shstrtab\0.strtab\0.symtab\0.note.GNU-stack";
-	unsigned char f[64 + 48 + 24 + 5 * 64] = { 0 };
-	unsigned long shoff = 64 + 48 + 24;
-	unsigned char *h = f, *s = f + shoff;
-	memcpy(h, "\177ELF\2\1\1", 7);
-	h[16] = 1;			/* ET_REL */
-	h[18] = 62;			/* EM_X86_64 */
-	h[20] = 1;			/* EV_CURRENT */
-	memcpy(h + 40, &shoff, 8);
-	h[52] = 64;			/* e_ehsize */
-	h[58] = 64;			/* e_shentsize */
-	h[60] = 5;			/* e_shnum */
-	h[62] = 1;			/* e_shstrndx */
-	memcpy(f + 64, names, sizeof(names));
-	/* name, type, offset, size, link, info, align, entsize */
-	unsigned long sec[5][8] = {
-		{ 0 },
-		{ 1, 3, 64, sizeof(names), 0, 0, 1, 0 },
-		{ 11, 3, 64, 1, 0, 0, 1, 0 },
-		{ 19, 2, 64 + 48, 24, 2, 1, 8, 24 },
-		{ 27, 1, shoff, 0, 0, 0, 1, 0 },
-	};
-	for (int i = 0; i < 5; i++) {
-		unsigned char *e = s + 64 * i;
-		unsigned int name = sec[i][0], type = sec[i][1], link = sec[i][4],
-			info = sec[i][5];
-		memcpy(e, &name, 4);
-		memcpy(e + 4, &type, 4);
-		memcpy(e + 24, &sec[i][2], 8);
-		memcpy(e + 32, &sec[i][3], 8);
-		memcpy(e + 40, &link, 4);
-		memcpy(e + 44, &info, 4);
-		memcpy(e + 48, &sec[i][6], 8);
-		memcpy(e + 56, &sec[i][7], 8);
-	}
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || write(fd, f, sizeof(f)) != (ssize_t)sizeof(f) || close(fd))
-		die(path);
 }
 
 static int run_wait(char **argv)
@@ -388,6 +376,7 @@ int main(int argc, char **argv)
 	}
 	if (host || in_real_dir(obj, cc, n))
 		return run_wait(cc);
-	empty_object(obj);
+	if (empty_object(obj))
+		die(obj);
 	return 0;
 }

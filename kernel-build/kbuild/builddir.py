@@ -223,6 +223,17 @@ def _options(path):
     return have
 
 
+# what a config is made from besides the Config: Kconfig files, the
+# config fragments of make tinyconfig and the like, the kconfig tool
+CONFIG_INPUT = re.compile(r"(^|/)Kconfig[^/]*$|\.config$|^scripts/kconfig/")
+
+
+def config_inputs_differ(tree, a, b):
+    """Commits a and b may give one Config two .config files."""
+    files = mtimes.changed(tree, a, b)
+    return files is None or any(CONFIG_INPUT.search(f) for f in files)
+
+
 def configure(tree, bdir, compiler, config, seed_from_others=False, full=False,
               move_from=None):
     """base config (or the user's .config) + fragment + olddefconfig;
@@ -231,7 +242,13 @@ def configure(tree, bdir, compiler, config, seed_from_others=False, full=False,
     as a copy of another (seed). A new config forgets what was built."""
     want = config.hash()
     if seed_from_others:
-        seed(tree, bdir, compiler, want, full, move_from)
+        src = seed(tree, bdir, compiler, want, full, move_from)
+        if src and config_inputs_differ(tree, build.commit_of(src.split()[0]),
+                                        build.commit_of(bdir)):
+            # the copy's .config was made at another commit's Kconfig: made
+            # again here, so that a dir's config depends on its commit and
+            # Config only (Kbuild redoes what the new one changes)
+            (bdir / CONFIG).unlink(missing_ok=True)
     if config_hash(bdir) == want and (bdir / ".config").exists():
         return
     bdir.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,12 @@ def _changed(tree, a, b):
     return [p for p in out.split("\0") if p]
 
 
+def changed(tree, a, b):
+    """The files that differ between commits a and b (None: unknown)."""
+    p = _git(tree, "diff", "--name-only", "--no-renames", "-z", a, b, check=False)
+    return [x for x in p.stdout.split("\0") if x] if p.returncode == 0 else None
+
+
 def count_changed(tree, a, b):
     """How many files differ between commits a and b (None: unknown)."""
     p = _git(tree, "diff", "--name-only", "--no-renames", "-z", a, b, check=False)

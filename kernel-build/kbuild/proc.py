@@ -3,7 +3,7 @@ interrupt or an error can end the whole tree it started (make and its
 compilers, hyperfine and the timed command, QEMU), run with a timeout and
 an error naming the command (run), piped into a tool (pipe), or many at
 a time (run_jobs). Every -E has a time and a memory limit (pipe,
-run_limited); reap.py ends what a run's Dask workers started."""
+run_limited)."""
 import collections
 import contextlib
 import os
@@ -53,12 +53,6 @@ def spawn(cmd, env=None, **kw):
 _LIVE, _LIVE_LOCK = [], threading.Lock()
 
 
-def live_pids():
-    """The pids of the children spawn() started (their Popen reaps them)."""
-    with _LIVE_LOCK:
-        return {p.pid for p in _LIVE}
-
-
 def kill_all():
     """Kill the process groups of every child still running (an interrupt
     or an infra error while threads run children)."""
@@ -76,6 +70,7 @@ def kill_all():
 # takes gcc 23 s and 2.7 GB of RSS, clang 67 s and 3.8 GB, past 4 GiB of
 # address space (the reference run); 16 GiB is the sandbox's RLIMIT_DATA
 LIMITS = {"time_s": 300, "mem_mb": 16384}
+LIMITS_HIT = ("time limit", "memory limit")     # what a LimitHit names
 # what gcc, clang and the C tools write when an allocation fails
 OUT_OF_MEMORY = re.compile(rb"out of memory|virtual memory exhausted|bad_alloc|MemoryError"
                            rb"|Cannot allocate memory|Allocation failed")
@@ -109,12 +104,19 @@ def _limited(cmd, time_s, mem_mb):
     return ["prlimit", *lim, "--", *cmd]
 
 
-def _limit_error(cmd, limit, time_s, mem_mb):
+def limit_text(limit, time_s=None, mem_mb=None):
+    """What a run past `limit` ("time limit" or "memory limit") says."""
+    time_s = LIMITS["time_s"] if time_s is None else time_s
+    mem_mb = LIMITS["mem_mb"] if mem_mb is None else mem_mb
     what = (f"the time limit of {time_s} s (E_TIME_LIMIT=)" if limit == "time limit"
             else f"the memory limit of {mem_mb} MiB (E_MEM_LIMIT=)")
-    return LimitHit(f"{limit}: went past {what}; a file this big or slow is the "
-                    "regression to look at (raise the limit only for a file known to "
-                    f"need it): {shlex.join(map(str, cmd))[:300]}", limit)
+    return (f"{limit}: went past {what}; a file this big or slow is the "
+            "regression to look at (raise the limit only for a file known to need it)")
+
+
+def _limit_error(cmd, limit, time_s, mem_mb):
+    return LimitHit(f"{limit_text(limit, time_s, mem_mb)}: "
+                    f"{shlex.join(map(str, cmd))[:300]}", limit)
 
 
 def _wait4(proc, deadline):

@@ -2,7 +2,7 @@
 (the Makefile passes its variables as environment, never as shell text),
 validated into one Request that every stage receives. Nothing else in
 kexpand reads the environment (but a Dask worker process: its own
-KEXPAND_WORK, and KX_DASK_LOG, which the client sets for it).
+KEXPAND_WORK).
 
 Environment (README, "Variables"): KEXPAND_WORK, KEXPAND_RESULTS,
 KEXPAND_CASES, KEXPAND_TARBALL, CASE, POINTS, FILES, KX_CC (make's CC=

@@ -1,0 +1,206 @@
+"""The Kbuild-driven scan: kexpand's compiler wrapper (bench/tools/kx-cc.c)
+on its own, then bench/measure/kbuildscan.py on a copy of the fake kernel
+tree (tests/fakelinux), whose make runs the wrapper as Kbuild does. Real
+gcc, make and git."""
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench.measure import kbuildscan, scanfiles
+from kbuild import build, kcmd, sandbox, series
+
+REPO = Path(__file__).resolve().parent.parent
+KXCC = REPO / "bench/tools/kx-cc"
+ANALYZE = REPO / "bench/tools/kx-analyze"
+FAKE = Path(__file__).parent / "fakelinux"
+
+
+def wrapped(cwd, *args, env=None, analyze=True):
+    e = dict(os.environ, **(env or {}))
+    if analyze:
+        e.update(KX_SCAN_ANALYZE=str(ANALYZE), KX_SCAN_TIME="30", KX_SCAN_MEM="4096")
+    else:
+        e.pop("KX_SCAN_ANALYZE", None)
+    return subprocess.run([str(KXCC), *args], cwd=cwd, env=e, capture_output=True, text=True)
+
+
+def test_the_wrapper_measures_a_c_file_and_leaves_an_empty_object(tmp_path):
+    """-c of a C file into an object: the record holds the command (the
+    wrapper left out) and the analyzer's output for exactly that command's
+    -E; the dependency file is the compiler's; the object is an empty
+    relocatable file that ar and ld -r take."""
+    (tmp_path / "a.h").write_text("#define TWICE(x) ((x) + (x))\n")
+    (tmp_path / "a.c").write_text('#include "a.h"\nint f(int x) { return TWICE(TWICE(x)); }\n')
+    argv = ["gcc", "-Wp,-MMD,.a.o.d", "-O2", "-c", "-o", "a.o", "a.c"]
+    p = wrapped(tmp_path, *argv)
+    assert p.returncode == 0, p.stderr
+    rec = json.loads((tmp_path / ".a.o.kx.json").read_text())
+    assert rec["argv"] == argv and rec["status"] == "ok"
+    e = subprocess.run(kcmd.preprocess_command(argv), cwd=tmp_path, capture_output=True,
+                       check=True).stdout
+    direct = json.loads(subprocess.run([str(ANALYZE), "-n", "5", "-H"], input=e,
+                                       capture_output=True, check=True).stdout)
+    assert rec["analysis"] == direct and direct["bytes"] == len(e)
+    assert "a.h" in (tmp_path / ".a.o.d").read_text()
+    assert not list(tmp_path.glob("*.kx.out")) and not list(tmp_path.glob(".*.kx.err"))
+    out = subprocess.run(["readelf", "-h", "-S", "a.o"], cwd=tmp_path, capture_output=True,
+                         text=True, check=True).stdout
+    assert "REL (Relocatable file)" in out and "X86-64" in out and ".symtab" in out
+    subprocess.run(["ar", "rcs", "a.a", "a.o"], cwd=tmp_path, check=True)
+    subprocess.run(["ld", "-r", "-o", "r.o", "a.o"], cwd=tmp_path, check=True)
+    assert "f" not in subprocess.run(["nm", "a.o"], cwd=tmp_path, capture_output=True,
+                                     text=True).stdout.split()
+
+
+def test_the_wrapper_records_a_failure_and_asks_to_be_run_again(tmp_path):
+    """A file that does not preprocess: exit 0 (the build goes on), the
+    record says why, and its dependency list names a file that never
+    exists, so that the next make measures it again."""
+    (tmp_path / "bad.c").write_text("#error this file is broken\n")
+    p = wrapped(tmp_path, "gcc", "-Wp,-MMD,.bad.o.d", "-c", "-o", "bad.o", "bad.c")
+    assert p.returncode == 0 and "this file is broken" in p.stderr
+    rec = json.loads((tmp_path / ".bad.o.kx.json").read_text())
+    assert rec["status"] == "error" and rec["reason"] == "error"
+    assert "#error this file is broken" in rec["error"] and "analysis" not in rec
+    assert "kexpand-measure-again" in (tmp_path / ".bad.o.d").read_text()
+    assert (tmp_path / "bad.o").is_file()
+
+
+def test_the_wrapper_ends_a_preprocessor_blocked_past_the_time_limit(tmp_path):
+    """An #include of a fifo blocks cc1 (known to be blocked: nothing ever
+    opens the fifo's other end): the time limit ends it, and the record
+    says so."""
+    os.mkfifo(tmp_path / "fifo.h")
+    (tmp_path / "hang.c").write_text('#include "fifo.h"\n')
+    p = wrapped(tmp_path, "gcc", "-c", "-o", "hang.o", "hang.c", env={"KX_SCAN_TIME": "1"})
+    assert p.returncode == 0, p.stderr
+    rec = json.loads((tmp_path / ".hang.o.kx.json").read_text())
+    assert rec["status"] == "error" and rec["reason"] == "time limit"
+    left = subprocess.run(["pgrep", "-f", f"cc1 .*{tmp_path}/hang.c"], capture_output=True,
+                          text=True).stdout
+    assert left == ""
+
+
+def test_other_commands_and_host_objects_are_the_compilers(tmp_path):
+    """What is not -c of a C file into an object runs as the compiler runs
+    it (probes, -S, -E, assembler); a host program's object (--host) and
+    one under KX_SCAN_REAL are measured and compiled for real; without
+    KX_SCAN_ANALYZE the wrapper only runs the compiler."""
+    (tmp_path / "m.c").write_text("int main(void) { return 3; }\n")
+    assert wrapped(tmp_path, "gcc", "-S", "-o", "m.s", "m.c").returncode == 0
+    assert "main" in (tmp_path / "m.s").read_text()
+    e = wrapped(tmp_path, "gcc", "-E", "-P", "m.c")
+    assert e.stdout.strip() == "int main(void) { return 3; }"
+    assert wrapped(tmp_path, "gcc", "-x", "c", "-c", "-o", "probe", "/dev/null").returncode == 0
+    assert not list(tmp_path.glob(".*.kx.json"))
+    assert wrapped(tmp_path, "--host", "gcc", "-c", "-o", "m.o", "m.c").returncode == 0
+    assert json.loads((tmp_path / ".m.o.kx.json").read_text())["status"] == "ok"
+    subprocess.run(["gcc", "-o", "m", "m.o"], cwd=tmp_path, check=True)
+    assert subprocess.run([str(tmp_path / "m")]).returncode == 3
+    (tmp_path / "real").mkdir()
+    p = wrapped(tmp_path, "gcc", "-c", "-o", "real/m.o", "m.c", env={"KX_SCAN_REAL": "x/:real/"})
+    assert p.returncode == 0 and "main" in subprocess.run(
+        ["nm", "real/m.o"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert wrapped(tmp_path, "gcc", "-c", "-o", "plain.o", "m.c", analyze=False).returncode == 0
+    assert not (tmp_path / ".plain.o.kx.json").exists()
+    assert "main" in subprocess.run(["nm", "plain.o"], cwd=tmp_path, capture_output=True,
+                                    text=True).stdout
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    """A git copy of the fake kernel tree, two commits: the second changes
+    include/linux/minmax.h, which every file of the fake includes."""
+    monkeypatch.setenv(sandbox.ENV, "0")
+    t = tmp_path / "tree"
+    shutil.copytree(FAKE, t)
+    git = ["git", "-C", str(t), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-qm", "one"], check=True)
+    m = t / "include/linux/minmax.h"
+    m.write_text(m.read_text() + "\n/* two */\n#define KX_TWO 2\n")
+    (t / "mm/compaction.c").write_text((t / "mm/compaction.c").read_text()
+                                       + "\nint kx_two = KX_TWO;\n")
+    subprocess.run(git + ["commit", "-qam", "two"], check=True)
+    revs = subprocess.run(git + ["rev-list", "--reverse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.split()
+    fragment = tmp_path / "fragment"
+    fragment.write_text("CONFIG_64BIT=y\n")
+    return t, revs, build.Config(fragment, strict=False)
+
+
+def test_a_kbuild_scan_equals_measuring_each_file(tree):
+    """Every C file's record from the Kbuild-driven scan equals
+    scanfiles.measure_one on its command; the next commit's scan dir
+    starts as a copy of the first; walked back to the first commit for one
+    file (make check's per-patch bytes), the first commit's bytes. (What
+    Kbuild redoes is Kbuild's: the fake tree rebuilds every object every
+    time; the integration tests show the real one redo only what changed.)"""
+    t, (one, two), config = tree
+    series.checkout(t, one)
+    a = kbuildscan.scan(t, one, "gcc", config, 2)
+    sdir = build.scan_dir(t, one, "gcc")
+    assert a["n_files"] == a["n_ok"] == a["n_measured"] == 2
+    assert a["build"]["engine"] == "kbuild" and a["headers"]["headers"]
+    for rel, argv in scanfiles.compile_commands(t, sdir):
+        assert argv[0] == "gcc"              # the wrapper left out
+        _, direct = scanfiles.measure_one(sdir, rel, argv)
+        got = a["files"][rel]
+        assert {k: got[k] for k in ("bytes", "lines", "longest_line_bytes", "hot_lines")} == \
+            {k: direct[k] for k in ("bytes", "lines", "longest_line_bytes", "hot_lines")}
+    series.checkout(t, two)
+    b = kbuildscan.scan(t, two, "gcc", config, 2)
+    assert b["build"]["from"] == sdir.name
+    assert b["files"]["mm/compaction.c"]["bytes"] > a["files"]["mm/compaction.c"]["bytes"]
+    series.checkout(t, one)
+    back = kbuildscan.measure(t, build.scan_dir(t, two, "gcc"), one, "gcc", config, 2,
+                              ["mm/compaction.c"])
+    assert back["mm/compaction.c"]["bytes"] == a["files"]["mm/compaction.c"]["bytes"]
+    series.checkout(t, two)
+    again = kbuildscan.scan(t, two, "gcc", config, 2)
+    assert {k: v["bytes"] for k, v in again["files"].items()} == \
+        {k: v["bytes"] for k, v in b["files"].items()}
+
+
+def test_a_record_of_another_command_is_never_read_as_a_measurement(tree):
+    t, (one, _), config = tree
+    series.checkout(t, one)
+    kbuildscan.scan(t, one, "gcc", config, 2)
+    sdir = build.scan_dir(t, one, "gcc")
+    rec = kbuildscan.record_path(sdir, "mm/compaction.o")
+    data = json.loads(rec.read_text())
+    rec.write_text(json.dumps(dict(data, argv=data["argv"] + ["-DOTHER"])))
+    with pytest.raises(Exception, match="another command"):
+        kbuildscan.collect(t, sdir, 0)
+    rec.unlink()
+    with pytest.raises(Exception, match="no measurement from kx-cc"):
+        kbuildscan.collect(t, sdir, 0)
+
+
+def test_a_copy_made_at_other_kconfig_files_is_configured_again(tree):
+    """A dir seeded from another commit's keeps its .config only if no
+    Kconfig file, config fragment or kconfig tool differs between the two
+    commits: otherwise the config is made again, as a dir from nothing
+    would have it (6.1's .config under 6.12's Kconfig is not 6.12's)."""
+    from kbuild import builddir
+    t, (one, two), config = tree
+    assert not builddir.config_inputs_differ(t, one, two)
+    (t / "Kconfig").write_text("config FAKE_NEW\n\tbool\n\tdefault y\n")
+    git = ["git", "-C", str(t), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["add", "Kconfig"], check=True)
+    subprocess.run(git + ["commit", "-qm", "three"], check=True)
+    three = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    assert builddir.config_inputs_differ(t, two, three)
+    series.checkout(t, two)
+    kbuildscan.scan(t, two, "gcc", config, 2)
+    cfg = build.scan_dir(t, two, "gcc") / ".config"
+    cfg.write_text(cfg.read_text() + "CONFIG_ONLY_IN_THE_COPY=y\n")
+    series.checkout(t, three)
+    kbuildscan.scan(t, three, "gcc", config, 2)
+    assert "CONFIG_ONLY_IN_THE_COPY" not in (build.scan_dir(t, three, "gcc") / ".config").read_text()
