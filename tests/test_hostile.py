@@ -444,7 +444,7 @@ DEFAULTS = dict(CASE="fake", NO_BOOT="1", NO_TIME="1", CC="gcc")
 SEED = 11
 
 
-def fuzz_cases(n=64, seed=SEED):
+def fuzz_cases(n=32, seed=SEED):
     rng = random.Random(seed)
     cases = []
     for i in range(n):
