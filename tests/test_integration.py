@@ -390,33 +390,6 @@ def test_check_a_spread_patch_is_the_whole_build_rule(env):
         txt[:6000]
 
 
-def test_check_seeded_tip_equals_a_fresh_one(env):
-    """The tip measured in a copy of the base's scan dir, Kbuild redoing
-    what the series changed (above), against the tip's scan dir made from
-    nothing (FULL_BUILD=1, every file measured again): every file's bytes
-    are the same."""
-    base, e = env
-    patches = " ".join(str(p) for p in sorted((REPO / "cases/minmax/patches").iterdir())
-                       if p.name[:4] in LAIGHT_V4)
-    p = subprocess.run(["make", "-s", "-C", str(REPO), "check", f"PATCHES={patches}",
-                        "BASE=pre-6.7", "CC=gcc", "NO_MACROS=1", "ICOUNT_CAP=0",
-                        "FULL_BUILD=1", "NAME=full", "THRESHOLD=1000000%",
-                        "TOTAL_THRESHOLD=1000000%"],
-                       env=e, capture_output=True, text=True, timeout=3000)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "the tip is measured from nothing: FULL_BUILD=1" in p.stderr
-    dirs = list((base / "results/check").iterdir())
-    seeded = check_rows(next(d for d in dirs if not d.name.startswith(("full", "spread"))))
-    [full_dir] = [d for d in dirs if d.name.startswith("full")]
-    full = check_rows(full_dir)
-    assert len(seeded) == len(full) > 600
-    diff = [f for f in full if (seeded[f]["bytes_base"], seeded[f]["bytes_tip"]) !=
-            (full[f]["bytes_base"], full[f]["bytes_tip"])]
-    assert diff == []
-    assert json.load(open(full_dir / "check.json"))["results"]["gcc"][
-        "scan_tip"]["n_reused"] == 0                     # measured again, not reused
-
-
 def test_track_of_the_case_history_points_at_the_bisected_patches(env):
     """make track over the case's own history, pre-6.7..laight-v4 (every
     commit: pre-6.7 and Laight's five patches), setup.c: the interesting

@@ -127,13 +127,36 @@ def test_seed_from_an_unknown_commit_is_refused(tree):
     assert not bdir_of(t, a).exists()
 
 
-def test_the_store_keeps_the_most_recent_commits(tree, monkeypatch):
+def test_the_store_keeps_the_most_recent_contents(tree, monkeypatch):
+    """Times are kept per (path, content): the most recent KEEP of them."""
     t, (a, b, c) = tree
     monkeypatch.setattr(mtimes, "KEEP", 2)
+    blob = {x: git(t, "rev-parse", f"{x}:h.h") for x in (a, b, c)}
     for x in (a, b, c, a):
         series.checkout(t, x)
     store = json.loads((t / ".git" / mtimes.STORE).read_text())
-    assert list(store) == [b, c]
+    assert list(store["blobs"]) == [f"h.h\0{blob[b]}", f"h.h\0{blob[c]}"]
     (t / ".git" / mtimes.STORE).write_text("{not json")
     series.checkout(t, b)                       # a corrupt store is started afresh
-    assert list(json.loads((t / ".git" / mtimes.STORE).read_text())) == [a]
+    assert list(json.loads((t / ".git" / mtimes.STORE).read_text())["blobs"]) == \
+        [f"h.h\0{blob[a]}"]
+
+
+def test_content_seen_at_another_commit_keeps_its_time(tree):
+    """A new commit whose file holds content the tree held before (a
+    second series on the same base, after a first one changed the file)
+    gives that file the time it had then: a dir made with that content is
+    up to date."""
+    t, (a, b, _) = tree
+    series.checkout(t, a)
+    ba = new_bdir(t, a)
+    assert make(ba) and make(ba, question=True)
+    series.checkout(t, b)                       # h.h changes
+    git(t, "checkout", "-q", "--detach", a)     # a commit of a's content, new to the store:
+    (t / "c.c").write_text('#include "h.h"\n/* a comment */\n')
+    git(t, "commit", "-q", "-am", "comment")
+    d = git(t, "rev-parse", "HEAD")
+    git(t, "checkout", "-q", "--detach", b)
+    series.checkout(t, d)
+    assert os.stat(t / "h.h").st_mtime_ns < os.stat(ba / "o").st_mtime_ns
+    assert os.stat(t / "c.c").st_mtime_ns > os.stat(ba / "o").st_mtime_ns

@@ -7,10 +7,11 @@ them with the current time, so going A -> B -> A left A's build dirs older
 than those files, and make rebuilt everything that includes them although
 nothing they were built from had changed (minmax.h reaches nearly the
 whole kernel: measured, a second `make scan CONFIG=defconfig` rebuilt both
-points). So `checkout` keeps, per commit, the times of the files a
-checkout rewrites and puts them back when the tree returns to that commit:
-a path's content at a commit never changes, so make sees what it saw when
-that commit's build dirs were built.
+points). So `checkout` keeps the time of each (path, content) a checkout
+rewrites and puts it back whenever the tree holds that content again, at
+any commit: make sees what it saw when the build dirs of that content
+were built (a series checked after another on the same base: the files
+the first one changed are the base's again, with the base's times).
 
 The one case where an old time would hide a change is a build dir copied
 from another commit's (build.seed_build_dir): `mark_changed` stamps the
@@ -22,7 +23,7 @@ from .gitops import git
 from .util import atomic_write_json, read_json
 
 STORE = "kexpand-mtimes.json"      # in the tree's git dir, never in a commit
-KEEP = 32       # commits remembered (a bisect of a user's tree visits many)
+KEEP = 100000   # (path, content) times remembered (a bisect of a user's tree visits many)
 
 
 def _git(tree, *args, check=True):
@@ -68,27 +69,38 @@ def _file(tree, rel):
     return p if p.is_file() and not p.is_symlink() else None
 
 
+def _blobs(tree, a, b):
+    """[(path, blob at a, blob at b)] of the files that differ between
+    commits a and b (a blob of zeros: no file there)."""
+    out = _git(tree, "diff", "--raw", "--no-renames", "--abbrev=40", "-z", a, b).stdout
+    parts = out.split("\0")
+    return [(parts[i + 1], head.split()[2], head.split()[3])
+            for i, head in enumerate(parts) if head.startswith(":") and i + 1 < len(parts)]
+
+
 def checkout(tree, cur, commit):
     """git checkout --detach `commit` (the tree is at `cur` and clean), then
-    give the rewritten files back the times they had when the tree was last
-    at `commit`; files new to this tree keep the checkout's time."""
-    changed = _changed(tree, cur, commit)
+    give each rewritten file back the time it had when the tree last held
+    that content (the path and its blob: whichever commit it was, make
+    saw that time with those bytes); content new to this tree keeps the
+    checkout's time."""
+    diff = _blobs(tree, cur, commit)
     store_file = _store_file(tree)
     store = read_json(store_file) if store_file.is_file() else None
-    store = store if isinstance(store, dict) else {}
-    mine = store.pop(cur, {})
-    for rel in changed:
+    seen = store.get("blobs") if isinstance(store, dict) and \
+        isinstance(store.get("blobs"), dict) else {}
+    for rel, old, _new in diff:
         if (p := _file(tree, rel)):
-            mine[rel] = p.stat().st_mtime_ns
-    store[cur] = mine                       # most recent last
-    back = store.get(commit, {})
-    while len(store) > KEEP:                # forgetting costs only a rebuild
-        store.pop(next(iter(store)))
-    atomic_write_json(store_file, store)
+            seen.pop(f"{rel}\0{old}", None)
+            seen[f"{rel}\0{old}"] = p.stat().st_mtime_ns        # most recent last
+    while len(seen) > KEEP:                 # forgetting costs only a rebuild
+        seen.pop(next(iter(seen)))
+    atomic_write_json(store_file, {"blobs": seen})
     _git(tree, "checkout", "-q", "--detach", commit)
-    for rel in changed:
-        if rel in back and isinstance(back[rel], int) and (p := _file(tree, rel)):
-            os.utime(p, ns=(back[rel], back[rel]))
+    for rel, _old, new in diff:
+        t = seen.get(f"{rel}\0{new}")
+        if isinstance(t, int) and (p := _file(tree, rel)):
+            os.utime(p, ns=(t, t))
 
 
 def mark_changed(tree, a, b):
