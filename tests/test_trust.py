@@ -150,7 +150,7 @@ def test_kernel_path_with_a_space_works(fake, tmp_path):
 def test_a_commit_whose_config_fails_is_a_build_failure(fake, tmp_path):
     base, env = fake
     user = tmp_path / "user"
-    user_tree(user, lambda t: (t / "FAKE_CONFIG_FAILS").write_text("x\n"))
+    user_tree(user, lambda t: (t / "Kconfig.fails").write_text("x\n"))
     p = compare(env, KERNEL=user, A="HEAD~1", B="HEAD")
     assert code(p) == 3, out(p)
     assert "Traceback" not in p.stdout + p.stderr

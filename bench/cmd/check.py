@@ -13,7 +13,6 @@ patch of the series, with their hottest lines, macros and the
 instruction count of -c. Writes results/check/<series>/check.json and
 check.csv; compare.py draws report.txt and report.md from them. Exit 1
 when a file regressed (README, "Exit codes")."""
-import contextlib
 import shlex
 import sys
 import time
@@ -24,7 +23,7 @@ from kbuild.settings import parse_growth
 from kbuild.util import EXIT_REGRESSION, KexpandError, atomic_write, atomic_write_json, log
 
 from .. import results
-from ..measure import dist, scanfiles, seriescheck as sc
+from ..measure import scanfiles, seriescheck as sc
 from ..measure.cache import Cache
 from .inputs import make_command, open_tree
 from .checkdetail import explain
@@ -118,11 +117,10 @@ def cmd_check(req, case):
                "the base's scan dir"))
         req.progress.total = 2 * len(cc_list)
         config = build.case_config(req, case)
-        per_cc = {}
-        with (dist.client(req) if req.dask_scheduler else contextlib.nullcontext()) as client:
-            for cc in cc_list:
-                per_cc[cc] = check_compiler(req, case, tree, client, config, base, commits,
-                                            cc, (ratio, total), base_ref)
+        # both sides Kbuild-driven here (a remote scan's files would not
+        # be the tip's): DASK_SCHEDULER is make scan's and make track's
+        per_cc = {cc: check_compiler(req, case, tree, config, base, commits, cc,
+                                     (ratio, total), base_ref) for cc in cc_list}
         rec = record(req, name, posted, base_ref, base, commits, repo, package, config,
                      per_cc, (ratio, total), reason, ident, time.monotonic() - t0)
         atomic_write_json(out / "check.json", rec)
@@ -151,12 +149,12 @@ def cmd_check(req, case):
     return EXIT_REGRESSION if flagged or failed or builds else 0
 
 
-def check_compiler(req, case, tree, client, config, base, commits, cc, ratios, base_ref):
+def check_compiler(req, case, tree, config, base, commits, cc, ratios, base_ref):
     """Base and tip of one compiler, then the details of what regressed."""
     cache = Cache(req.work)
     ccver, chash = build.compiler_version(cc), config.hash()
     fresh = {"base": cache.get(cache.scan_key(base, cc, ccver, chash)) is None}
-    scan_base = scan_point(req, case, tree, client, cache, config, base_ref, base, cc)
+    scan_base = scan_point(req, case, tree, None, cache, config, base_ref, base, cc)
     tip = commits[-1][2]
     tipdir = sc.TipDir(req, tree, base, tip, cc, config)
     req.progress.step(f"tip {tip[:12]} / {cc}")

@@ -71,12 +71,13 @@ def scan_points(req, case, tree, todo, cc):
 
 def scan_point(req, case, tree, c, cache, config, name, commit, cc):
     """One commit's scan (cached by commit, compiler and config): every C
-    file through the analyzer, the record in results/."""
+    file through the analyzer, the record in results/. On DASK_SCHEDULER's
+    workers when `c` is its client, else Kbuild-driven here."""
     chash, ccver = config.hash(), build.compiler_version(cc)
     key = cache.scan_key(commit, cc, ccver, chash)
     sc = cache.get(key)
     req.progress.step(f"scan {name} / {cc}" + (" (cached)" if sc else ""))
-    if sc is None and req.dask_scheduler:
+    if sc is None and c is not None:
         sc = remote_scan(req, case, c, commit, cc, ccver, config)
         scanfiles.keep(cache, key, sc)
     elif sc is None:
