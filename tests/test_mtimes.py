@@ -160,3 +160,36 @@ def test_content_seen_at_another_commit_keeps_its_time(tree):
     series.checkout(t, d)
     assert os.stat(t / "h.h").st_mtime_ns < os.stat(ba / "o").st_mtime_ns
     assert os.stat(t / "c.c").st_mtime_ns > os.stat(ba / "o").st_mtime_ns
+
+
+def mail(n, old, new):
+    return ("From: A <a@example.org>\nDate: Mon, 2 Dec 2024 10:00:00 +0000\n"
+            f"Subject: [PATCH {n}/2] h: {new}\n\nWhy.\n---\ndiff --git a/h.h b/h.h\n"
+            f"--- a/h.h\n+++ b/h.h\n@@ -1 +1 @@\n-#define V {old}\n+#define V {new}\n")
+
+
+@pytest.mark.parametrize("applies", [True, False])
+def test_a_series_applied_by_git_am_leaves_the_base_dir_up_to_date(tree, applies):
+    """git am writes the files a posted series changes (and git reset
+    writes them back when a later patch does not apply): back at the
+    base, its dir is up to date, as after a checkout; the tip's files
+    are newer."""
+    from kbuild import mbox
+    t, (a, b, _) = tree
+    series.checkout(t, a)
+    ba = new_bdir(t, a)
+    assert make(ba) and make(ba, question=True)
+    (t.parent / "p.mbox").write_text(
+        "From x Mon Sep 17 00:00:00 2001\n" + mail(1, 1, 4) + "\n"
+        "From x Mon Sep 17 00:00:00 2001\n" + mail(2, 4 if applies else 9, 5))
+    s = mbox.read_series([t.parent / "p.mbox"])
+    time.sleep(0.02)
+    if applies:
+        [_, (_, tip)] = mbox.apply_series(t, a, s)
+        assert os.stat(t / "h.h").st_mtime_ns > os.stat(ba / "o").st_mtime_ns
+        series.checkout(t, a)
+    else:
+        with pytest.raises(Exception, match="does not apply"):
+            mbox.apply_series(t, a, s)
+    assert git(t, "rev-parse", "HEAD") == a and series.tree_is_clean(t)
+    assert make(ba, question=True), "back at the base, its dir is up to date"

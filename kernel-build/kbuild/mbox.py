@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from email.parser import BytesParser
 from pathlib import Path
 
+from . import mtimes
 from .mailfile import COMMIT_LINE, FROM_LINE, check_path, list_dir, read_input, \
     split_dump, split_mbox
 from .series import COMMITTER, checkout, git, git_env, hunk_at
@@ -349,21 +350,21 @@ def apply_series(tree, base, series, env=None):
     checkout(tree, base_commit)     # refuses a tree someone changed; keeps file times
     git(tree, "checkout", "-q", "--detach", base_commit, env=plain)
     mbox = gdir / "kexpand-am.mbox"     # in the tree's git dir, never outside the tree
-    try:
-        for i, p in enumerate(series.patches):
-            atomic_write(mbox, AM_FROM + re.sub(rb"(?m)^(>*From )", rb">\1", p.raw))
-            cr = ["--keep-cr", "--quoted-cr=nowarn"] if p.keep_cr else \
-                ["--no-keep-cr", "--quoted-cr=strip"]
-            e = am_env(p, env)
-            r = git(tree, "-c", "core.hooksPath=" + os.devnull, "-c", "commit.gpgSign=false",
-                    "am", "--patch-format=mboxrd", "--no-3way", "--no-scissors",
-                    "--no-message-id", *cr, str(mbox), check=False, env=e, what="git am")
-            if r.returncode != 0:
-                git(tree, "am", "--abort", check=False, env=plain)
-                git(tree, "reset", "-q", "--hard", base_commit, env=plain)
-                raise KexpandError(failure(p, i, len(series.patches), base, r.stdout)
-                                   + declared(tree, series, base_commit, plain), "build")
-            done.append((p, git(tree, "rev-parse", "HEAD", env=plain).stdout.strip()))
+    try:    # the files git am and git reset rewrite keep their times as a checkout's
+        with mtimes.kept_across(tree):
+            for i, p in enumerate(series.patches):
+                atomic_write(mbox, AM_FROM + re.sub(rb"(?m)^(>*From )", rb">\1", p.raw))
+                cr = ["--keep-cr", "--quoted-cr=nowarn"] if p.keep_cr else [
+                    "--no-keep-cr", "--quoted-cr=strip"]
+                r = git(tree, "-c", "core.hooksPath=" + os.devnull, "-c", "commit.gpgSign=false",
+                        "am", "--patch-format=mboxrd", "--no-3way", "--no-scissors", "--no-message-id",
+                        *cr, str(mbox), check=False, env=am_env(p, env), what="git am")
+                if r.returncode != 0:
+                    git(tree, "am", "--abort", check=False, env=plain)
+                    git(tree, "reset", "-q", "--hard", base_commit, env=plain)
+                    raise KexpandError(failure(p, i, len(series.patches), base, r.stdout)
+                                       + declared(tree, series, base_commit, plain), "build")
+                done.append((p, git(tree, "rev-parse", "HEAD", env=plain).stdout.strip()))
     finally:
         mbox.unlink(missing_ok=True)
     return done

@@ -13,10 +13,16 @@ any commit: make sees what it saw when the build dirs of that content
 were built (a series checked after another on the same base: the files
 the first one changed are the base's again, with the base's times).
 
+Files written by git commands other than a checkout (git am applying a
+posted series, git reset after a patch that does not apply) are kept the
+same way by `kept_across`.
+
 The one case where an old time would hide a change is a build dir copied
 from another commit's (build.seed_build_dir): `mark_changed` stamps the
 files that differ between the two commits as new."""
 import os
+import stat
+from contextlib import contextmanager
 from pathlib import Path
 
 from .gitops import git
@@ -43,8 +49,8 @@ def changed(tree, a, b):
 
 def count_changed(tree, a, b):
     """How many files differ between commits a and b (None: unknown)."""
-    p = _git(tree, "diff", "--name-only", "--no-renames", "-z", a, b, check=False)
-    return len([x for x in p.stdout.split("\0") if x]) if p.returncode == 0 else None
+    files = changed(tree, a, b)
+    return None if files is None else len(files)
 
 
 def _store_file(tree):
@@ -85,22 +91,66 @@ def checkout(tree, cur, commit):
     saw that time with those bytes); content new to this tree keeps the
     checkout's time."""
     diff = _blobs(tree, cur, commit)
-    store_file = _store_file(tree)
-    store = read_json(store_file) if store_file.is_file() else None
-    seen = store.get("blobs") if isinstance(store, dict) and \
-        isinstance(store.get("blobs"), dict) else {}
-    for rel, old, _new in diff:
-        if (p := _file(tree, rel)):
-            seen.pop(f"{rel}\0{old}", None)
-            seen[f"{rel}\0{old}"] = p.stat().st_mtime_ns        # most recent last
-    while len(seen) > KEEP:                 # forgetting costs only a rebuild
-        seen.pop(next(iter(seen)))
-    atomic_write_json(store_file, {"blobs": seen})
+    seen = _keep(tree, [(rel, old, p.stat().st_mtime_ns) for rel, old, _new in diff
+                        if (p := _file(tree, rel))])
     _git(tree, "checkout", "-q", "--detach", commit)
     for rel, _old, new in diff:
         t = seen.get(f"{rel}\0{new}")
         if isinstance(t, int) and (p := _file(tree, rel)):
             os.utime(p, ns=(t, t))
+
+
+def _keep(tree, times):
+    """Remember [(path, blob, time)]; returns the whole store."""
+    store_file = _store_file(tree)
+    store = read_json(store_file) if store_file.is_file() else None
+    seen = store.get("blobs") if isinstance(store, dict) and \
+        isinstance(store.get("blobs"), dict) else {}
+    for rel, blob, t in times:
+        seen.pop(f"{rel}\0{blob}", None)
+        seen[f"{rel}\0{blob}"] = t                       # most recent last
+    while len(seen) > KEEP:                 # forgetting costs only a rebuild
+        seen.pop(next(iter(seen)))
+    atomic_write_json(store_file, {"blobs": seen})
+    return seen
+
+
+def _times(tree):
+    """{path: time} of the tree's files (as _file: no symlinks)."""
+    out, times = _git(tree, "ls-files", "-z").stdout, {}
+    for rel in filter(None, out.split("\0")):
+        try:
+            st = os.lstat(os.path.join(tree, rel))
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            times[rel] = st.st_mtime_ns
+    return times
+
+
+@contextmanager
+def kept_across(tree):
+    """Around git commands that move the clean tree from its commit to
+    another by rewriting files (git am, git apply, git reset): each file
+    that holds the content it had again gets its time back, and its time
+    of each file that now differs is kept for the next checkout of it."""
+    base = _git(tree, "rev-parse", "HEAD").stdout.strip()
+    before = _times(tree)
+    try:
+        yield
+    finally:
+        # (a run stopped half way leaves new times: they cost only a rebuild)
+        if not _git(tree, "status", "--porcelain", "-uno").stdout.strip():
+            _restore(tree, base, before)
+
+
+def _restore(tree, base, before):
+    head = _git(tree, "rev-parse", "HEAD").stdout.strip()
+    diff = {rel: old for rel, old, _new in _blobs(tree, base, head)}
+    _keep(tree, [(rel, old, before[rel]) for rel, old in diff.items() if rel in before])
+    for rel, t in _times(tree).items():
+        if rel not in diff and before.get(rel, t) != t:
+            os.utime(os.path.join(tree, rel), ns=(before[rel], before[rel]))
 
 
 def mark_changed(tree, a, b):

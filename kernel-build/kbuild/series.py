@@ -338,26 +338,27 @@ def _apply_points(case, tree, progress=None):
         git(tree, "tag", "-f", base.name, base_commit)
     commits[base.name] = base_commit
     git(tree, "reset", "-q", "--hard")
-    for p in case.points:
-        if p.base:
-            continue
-        if progress:
-            progress.say(f"applying {len(p.patches)} patch(es) for {p.name}")
-        if p.parent in failures or p.parent not in commits:
-            failures[p.name] = f"parent point {p.parent} failed"
-            continue
-        git(tree, "checkout", "-q", "--detach", commits[p.parent])
-        try:
-            for f in p.patches:
-                apply_patch(tree, case.dir / "patches" / f)
-        except KexpandError as e:
-            git(tree, "reset", "-q", "--hard")
-            failures[p.name] = str(e)
-            log(f"point {p.name}: {e}")
-            continue
-        commits[p.name] = git(tree, "rev-parse", "HEAD").stdout.strip()
-        git(tree, "tag", "-f", p.name, commits[p.name])
-    git(tree, "checkout", "-q", "--detach", base_commit)
+    with mtimes.kept_across(tree):   # (build dirs of an earlier prepare stay up to date)
+        for p in case.points:
+            if p.base:
+                continue
+            if progress:
+                progress.say(f"applying {len(p.patches)} patch(es) for {p.name}")
+            if p.parent in failures or p.parent not in commits:
+                failures[p.name] = f"parent point {p.parent} failed"
+                continue
+            git(tree, "checkout", "-q", "--detach", commits[p.parent])
+            try:
+                for f in p.patches:
+                    apply_patch(tree, case.dir / "patches" / f)
+            except KexpandError as e:
+                git(tree, "reset", "-q", "--hard")
+                failures[p.name] = str(e)
+                log(f"point {p.name}: {e}")
+                continue
+            commits[p.name] = git(tree, "rev-parse", "HEAD").stdout.strip()
+            git(tree, "tag", "-f", p.name, commits[p.name])
+        git(tree, "checkout", "-q", "--detach", base_commit)
     return commits, failures
 
 
