@@ -53,6 +53,17 @@ def imported_modules(text):
     return out
 
 
+def sibling_imports(text):
+    """(module, line) of each relative import of a module of the same
+    package (`from .x import y`, `from . import x`), anywhere in the file."""
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            out += [(node.module.split(".")[0], node.lineno)] if node.module else \
+                [(a.name, node.lineno) for a in node.names]
+    return out
+
+
 def forbidden_imports(text, forbidden):
     return [f"line {n}: imports {m}" for m, n in imported_modules(text)
             if m in forbidden]
@@ -238,6 +249,27 @@ def test_plots_do_not_import_kbuild_or_compare():
     bad = {p: v for p, t in under("plots/").items()
            if (v := forbidden_imports(t, KBUILD | {"compare"}))}
     assert bad == {}
+
+
+@pytest.mark.parametrize("snippet,mods", [
+    ("from .scan import scan_point\n", ["scan"]),
+    ("def f():\n    from .compare import x\n", ["compare"]),
+    ("from . import boot, inputs\n", ["boot", "inputs"]),
+    ("from ..measure import scan\nfrom .. import results\nimport scan\n", []),
+])
+def test_sibling_checker(snippet, mods):
+    assert [m for m, _ in sibling_imports(snippet)] == mods
+
+
+def test_commands_do_not_call_commands():
+    """A command module (bench/cmd/ with a cmd_* function) imports no
+    other command module: what two commands share lives in the engine
+    (bench/measure/) or in bench/cmd/inputs.py."""
+    cmds = {Path(p).stem for p, t in under("bench/cmd/").items() if "\ndef cmd_" in t}
+    assert {"check", "scan", "compare", "track", "bench", "boot"} <= cmds
+    bad = {p: [f"line {n}: {m}" for m, n in sibling_imports(t) if m in cmds]
+           for p, t in under("bench/cmd/").items()}
+    assert {p: v for p, v in bad.items() if v} == {}
 
 
 def test_sys_path_only_in_entry_points():

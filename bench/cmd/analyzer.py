@@ -10,7 +10,7 @@ from kbuild.util import KexpandError, atomic_write_json
 from .. import results
 from ..measure import timing
 from ..measure.expansion import ANALYZER
-from .prepare import prepared_points
+from .inputs import prepared_points
 
 
 def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"):

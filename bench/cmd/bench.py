@@ -10,11 +10,10 @@ from kbuild import build, series, trees, workdir
 from kbuild.util import EXIT_BUILD, atomic_write_json, log, read_json
 
 from .. import results, verdict
-from ..measure.point import measure_commits
-from .boot import boot_points, conformance_points
-from .compare import pair_timings
-from .inputs import check_file_names, check_files_exist, require_tools, select
-from .prepare import prepared_points, write_series_index
+from ..measure.bootpoints import boot_points, conformance_points
+from ..measure.point import measure_commits, pair_timings
+from .inputs import (check_file_names, check_files_exist, prepared_points, require_tools,
+                     select, write_series_index)
 
 
 def check_controls(index, records):

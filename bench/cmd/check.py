@@ -25,9 +25,9 @@ from kbuild.util import EXIT_REGRESSION, KexpandError, atomic_write, atomic_writ
 from .. import results
 from ..measure import scanfiles, seriescheck as sc
 from ..measure.cache import Cache
+from ..measure.scanpoint import scan_point
 from .inputs import make_command, open_tree
 from .checkdetail import explain
-from .scan import scan_point
 
 CHECK_COLUMNS = ["file", "compiler", "verdict", "bytes_base", "bytes_tip", "growth_bytes",
                  "change", "longest_line_base", "longest_line_tip", "hot_tip"]

@@ -1,6 +1,8 @@
 """make bench-check: how long make check takes here, next to its floor.
 Not a test (nothing is asserted on time): three runs of make check on the
-packaged tree, each timed, written to results/check-bench-<config>.json.
+packaged tree, each a process of its own as make runs it (the measuring
+command, then compare.py drawing the report), timed whole, written to
+results/check-bench-<config>.json.
 
   cold         Laight's v4 (cases/minmax/patches 0002-0006, seeds 002-006)
                on pre-6.7 in a fresh work directory: unpack, the base's
@@ -17,16 +19,20 @@ KEXPAND_WORK (kexpand-check-bench-<time>) and kept; so are the three
 checks' reports, in kexpand-check-bench-<time>-results (not in results/:
 they are timings' by-products, and a scan's record there would be
 rewritten from another work dir)."""
-import copy
 import datetime
+import json
 import os
 import re
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
-from kbuild.util import atomic_write, atomic_write_json, log
+from kbuild import proc
+from kbuild.util import KexpandError, atomic_write, atomic_write_json, log
 
-from .check import cmd_check
+REPO = Path(__file__).resolve().parents[2]
 
 PATCHES = ["0002", "0003", "0004", "0005", "0006"]
 # issue 33's targets (defconfig cold: 1.3x its floor of about 11.5 min here)
@@ -72,11 +78,10 @@ def next_version(patches, out):
     return [str(x) for x in paths]
 
 
-def floor_s(req, name):
+def floor_s(req, reports, name):
     """The sum of per-file -E seconds the run's scans measured / cores."""
-    import json
     total = 0.0
-    for j in (req.results / "check").glob(f"{name}*/check.json"):
+    for j in (reports / "check").glob(f"{name}*/check.json"):
         rec = json.loads(j.read_text())
         for d in rec["results"].values():
             for side in ("scan_base", "scan_tip"):
@@ -97,18 +102,18 @@ def cmd_check_bench(req, case):
                               ("base cached", next_version(patches[:-1], scratch / "v5"),
                                "bench-next"),
                               ("one .c file", None, "bench-one-c")):
-        r = copy.copy(req)
-        r.command, r.work, r.base, r.name = "check", work, "pre-6.7", f"{name}-{stamp}"
-        r.results = reports
-        r.patches = pats or [str(one_c_patch(work / "tree", scratch))]
-        r.a = r.b = None
-        log(f"bench-check: {label} ({len(r.patches)} patch(es))")
+        pats = pats or [str(one_c_patch(work / "tree", scratch))]
+        name = f"{name}-{stamp}"
+        env = {k: v for k, v in os.environ.items() if k not in ("A", "B", "KX_GIVEN")}
+        env.update(KEXPAND_WORK=str(work), KEXPAND_RESULTS=str(reports), BASE="pre-6.7",
+                   NAME=name, PATCHES=" ".join(pats))
+        log(f"bench-check: {label} ({len(pats)} patch(es))")
         t0 = time.monotonic()
-        code = cmd_check(r, case)
+        code = make_check(env)
         secs = round(time.monotonic() - t0, 1)
         target = TARGETS.get(config, {}).get(label)
         runs.append({"run": label, "seconds": secs, "exit_code": code,
-                     "floor_s": floor_s(r, r.name), "target_s": target,
+                     "floor_s": floor_s(req, reports, name), "target_s": target,
                      "within_target": None if target is None else secs <= target})
         log(f"bench-check: {label}: {secs} s (floor {runs[-1]['floor_s']} s"
             + (f", target {target} s" if target else "") + ")")
@@ -121,3 +126,29 @@ def cmd_check_bench(req, case):
         print(f"{x['run']:12} {x['seconds']:8.1f} s   floor {x['floor_s']:7.1f} s   "
               f"target {x['target_s'] or '-'} s")
     return 0
+
+
+def make_check(env):
+    """What `make check` runs, with `env` as its variables: the measuring
+    command, then (exit 0 or 1) compare.py drawing the report. Returns
+    the measuring command's exit code; one over 1 stops the benchmark."""
+    code = _child([sys.executable, str(REPO / "bench/kexpand.py"), "check"], env)
+    if code not in (0, 1):
+        raise KexpandError(f"bench-check: make check exited {code}; its log is above",
+                           "build" if code == 3 else "infra")
+    if _child([sys.executable, str(REPO / "compare.py"), "--check"], env) != 0:
+        raise KexpandError("bench-check: compare.py --check failed; its log is above",
+                           "infra")
+    return code
+
+
+def _child(cmd, env):
+    """Run cmd with the terminal's output; on an interrupt, pass SIGTERM
+    on (kexpand ends its own children and exits 130) and wait for it."""
+    p = proc.spawn(cmd, env=env, stdin=subprocess.DEVNULL)
+    try:
+        return p.wait()
+    except BaseException:
+        p.send_signal(signal.SIGTERM)
+        proc.wait_through(p)
+        raise

@@ -8,8 +8,8 @@ from kbuild import build, trees, workdir
 from kbuild.util import KexpandError, atomic_write_json
 
 from .. import results
-from ..measure import changed_lines
-from ..measure.point import measure_commits
+from ..measure.changed_lines import write_changed_lines
+from ..measure.point import measure_commits, pair_timings
 from .inputs import check_file_names, make_command, open_tree, require_tools
 
 
@@ -44,32 +44,3 @@ def cmd_compare(req, case):
             "timings": pair_timings(by_side, files), "identity": results.identity(req)})
     print(out)
     return worst
-
-
-def pair_timings(by_side, files):
-    """The compile cost of A and B as measured together (interleaved) for
-    this compare: {compiler: {file: {"a": {time_E, time_c}, "b": ...}}}.
-    Kept in pair.json, because with A=B both sides are one commit (one
-    record) and still two sets of runs."""
-    out = {}
-    for cc, (ra, rb) in by_side.items():
-        out[cc] = {f: {side: {k: r["files"][f][k] for k in ("time_E", "time_c")}
-                       for side, r in (("a", ra), ("b", rb))}
-                   for f in files
-                   if all(r["files"].get(f, {}).get("time_c") for r in (ra, rb))}
-    return out
-
-
-def write_changed_lines(req, case, tree, recs, ca, cb, files, out):
-    """lines.json: the source lines whose bytes changed most from A to B
-    (first compiler, the files measured ok at both)."""
-    cc = req.compilers[0]
-    ok = [f for f in files if all(recs[(c, cc)]["files"][f]["status"] == "ok"
-                                  for c in (ca, cb))]
-    if ca == cb or not ok:
-        rows = []
-    else:
-        req.progress.say(f"  matching source lines of {len(ok)} files across A and B ({cc})")
-        with req.split.timed("expansion"):
-            rows = changed_lines.changed_lines(req, case, tree, ca, cb, cc, ok)
-    atomic_write_json(out / "lines.json", {"compiler": cc, "files": ok, "lines": rows})

@@ -1,22 +1,16 @@
 """make scan: every C file a point's build compiles, its exact command,
--E through the analyzer: here, Kbuild drives it (measure/kbuildscan.py:
-one make with kexpand's compiler wrapper, -j JOBS); on DASK_SCHEDULER's
-workers, each builds the point and measures its share of the files
-(measure/dist.py). With A and B:
+-E through the analyzer (measure/scanpoint.py). With A and B:
 results/scan/<A>..<B>/ranking.csv and pair.json; compare.py draws
 ranking.md and the growth plot from them."""
-import contextlib
 import shlex
 import sys
-import time
 from pathlib import Path
 
-from kbuild import build, series, workdir
+from kbuild import workdir
 from kbuild.util import KexpandError, atomic_write, atomic_write_json, log
 
 from .. import results
-from ..measure import dist, kbuildscan, scanfiles
-from ..measure.cache import Cache
+from ..measure.scanpoint import scan_points
 from .inputs import open_tree, select
 
 
@@ -34,64 +28,6 @@ def ranking(scan_a, scan_b):
                      "hot_b": b.get("hot"), "hot_a": a.get("hot")})
     rows.sort(key=lambda r: (-r["growth_bytes"], r["file"]))
     return rows
-
-
-def log_summary(scan, name):
-    log(f"scan {name}: {scan['n_files']} files, {scan['total_bytes']:,} bytes, "
-        f"{scan['scan_seconds']}s (ideal {scan['ideal_seconds']}s, ratio "
-        f"{scan['overhead_ratio']})")
-
-
-def remote_scan(req, case, c, commit, cc, ccver, config):
-    """One commit on DASK_SCHEDULER's workers, in the record's shape."""
-    spec = {"case": case.name, "cases_dir": str(req.cases_dir),
-            "tarball": str(req.tarball), "kernel": req.kernel and str(Path(req.kernel).resolve()),
-            "commit": commit, "compiler": cc, "compiler_version": ccver,
-            "config_base": req.config_base, "config_hash": config.hash(),
-            "strict": req.strict_config,
-            "kconfig_text": req.kconfig.read_text() if req.kconfig else None}
-    t0 = time.monotonic()
-    files, hosts = dist.remote_scan(c, spec, req.progress)
-    files = dict(sorted(files.items()))
-    return dict(scanfiles.summary(files, list(files), time.monotonic() - t0, dist.n_workers(c)),
-                dask_scheduler=req.dask_scheduler, hosts=hosts,
-                build={"remote": True, "full_build_s": None, "from_clean": None})
-
-
-def scan_points(req, case, tree, todo, cc):
-    """Scan every C file of each point's full build; cached per commit."""
-    cache = Cache(req.work)
-    config = build.case_config(req, case)
-    out = {}
-    with (dist.client(req) if req.dask_scheduler else contextlib.nullcontext()) as c:
-        for name, commit in todo:
-            out[name] = scan_point(req, case, tree, c, cache, config, name, commit, cc)
-    return out
-
-
-def scan_point(req, case, tree, c, cache, config, name, commit, cc):
-    """One commit's scan (cached by commit, compiler and config): every C
-    file through the analyzer, the record in results/. On DASK_SCHEDULER's
-    workers when `c` is its client, else Kbuild-driven here."""
-    chash, ccver = config.hash(), build.compiler_version(cc)
-    key = cache.scan_key(commit, cc, ccver, chash)
-    sc = cache.get(key)
-    req.progress.step(f"scan {name} / {cc}" + (" (cached)" if sc else ""))
-    if sc is None and c is not None:
-        sc = remote_scan(req, case, c, commit, cc, ccver, config)
-        scanfiles.keep(cache, key, sc)
-    elif sc is None:
-        series.checkout(tree, commit)
-        with req.split.timed("expansion"):
-            sc = kbuildscan.scan(tree, commit, cc, config, req.jobs, req.progress)
-        scanfiles.keep(cache, key, sc)
-    log_summary(sc, name)
-    rec = dict(sc, **results.header("kexpand.scan", case.name, name, commit,
-                                    cc, ccver, chash))
-    tag = results.config_tag(req.config_base, req.kconfig)
-    atomic_write_json(results.record_path(req.results, commit, cc).with_name(
-        f"scan-{cc}{tag}.json"), rec)
-    return rec
 
 
 RANKING_COLUMNS = ["file", "bytes_a", "bytes_b", "growth_bytes", "growth_ratio"]

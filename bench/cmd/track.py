@@ -25,8 +25,10 @@ from kbuild.util import KexpandError, atomic_write_json, log, read_json
 
 from .. import history, results
 from ..measure import icount, trackvalues
+from ..measure.changed_lines import write_changed_lines
+from ..measure.point import measure_commits, measure_point, pair_timings
+from ..measure.scanpoint import scan_points
 from ..measure.trackdist import values_of
-from ..measure.point import measure_point
 from .inputs import check_file_names, make_command, open_tree, require_tools
 
 METRICS = {"bytes": "-E bytes", "longest_line": "longest -E line, bytes",
@@ -156,7 +158,6 @@ def measure_local(req, case, tree, commits, files, ccs, name):
             vals[cc] = {f: values_of(rec["files"][f]) for f in files}
         out[c["commit"]] = {"setup": setup, "values": vals}
     if req.scan:
-        from .scan import scan_points
         for cc in ccs:
             scans = scan_points(req, case, tree, [(c["short"], c["commit"]) for c in commits], cc)
             for c in commits:
@@ -238,8 +239,6 @@ def predraw_compares(req, case, tree, repo, package, rec):
     now (results/compare/<parent>..<commit>...; compare.py --track draws
     its report): the bytes are in the cache already, only the macros of
     the files that changed are new."""
-    from .compare import pair_timings, write_changed_lines
-    from ..measure.point import measure_commits
     done = {}
     for i in rec["interesting"]:
         if i["metric"] == "total_bytes":

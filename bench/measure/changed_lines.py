@@ -11,7 +11,7 @@ header line reached by several files shows once, with that count."""
 import re
 
 from kbuild import build, builddir, kcmd, series
-from kbuild.util import KexpandError
+from kbuild.util import KexpandError, atomic_write_json
 
 from .cache import Cache
 from .expansion import analyze, statement, tree_path
@@ -122,3 +122,18 @@ def _source(tree, commit, path, line):
         return ""
     p = series.git(tree, "show", f"{commit}:{path}", check=False)
     return statement(p.stdout, line) if p.returncode == 0 else ""
+
+
+def write_changed_lines(req, case, tree, recs, ca, cb, files, out):
+    """lines.json: the source lines whose bytes changed most from A to B
+    (first compiler, the files measured ok at both)."""
+    cc = req.compilers[0]
+    ok = [f for f in files if all(recs[(c, cc)]["files"][f]["status"] == "ok"
+                                  for c in (ca, cb))]
+    if ca == cb or not ok:
+        rows = []
+    else:
+        req.progress.say(f"  matching source lines of {len(ok)} files across A and B ({cc})")
+        with req.split.timed("expansion"):
+            rows = changed_lines(req, case, tree, ca, cb, cc, ok)
+    atomic_write_json(out / "lines.json", {"compiler": cc, "files": ok, "lines": rows})

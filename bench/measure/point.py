@@ -239,3 +239,17 @@ def measure_commits(req, case, tree, todo, files, package, timed=True,
             results.write_record(req.results, rec)
             written[(rec["commit"], cc)] = rec
     return worst, written, by_side
+
+
+def pair_timings(by_side, files):
+    """The compile cost of A and B as measured together (interleaved) for
+    this compare: {compiler: {file: {"a": {time_E, time_c}, "b": ...}}}.
+    Kept in pair.json, because with A=B both sides are one commit (one
+    record) and still two sets of runs."""
+    out = {}
+    for cc, (ra, rb) in by_side.items():
+        out[cc] = {f: {side: {k: r["files"][f][k] for k in ("time_E", "time_c")}
+                       for side, r in (("a", ra), ("b", rb))}
+                   for f in files
+                   if all(r["files"].get(f, {}).get("time_c") for r in (ra, rb))}
+    return out
