@@ -144,7 +144,7 @@ unit-test: deps-test $(TOOLS)
 	$(PY) -m pytest -q tests -m "not integration"
 
 test: deps-test $(TOOLS)
-	$(PY) -m pytest -q --durations=10 tests
+	$(PY) -m pytest -q --durations=40 tests
 
 clean:
 	rm -f $(TOOLS)
