@@ -144,9 +144,15 @@ def header(rec):
     for cc, w in whole_builds(rec):
         lines += textwrap.wrap(f"whole build{f' ({cc})' if len(rec['results']) > 1 else ''}: "
                                f"{whole_line(w)}", WIDTH, subsequent_indent=" " * 10)
-    lines.append(f"tip path: {'measured from nothing' if rec['path'] == 'fresh' else 'the base scan, Kbuild redoing what changed'}"
+    lines.append(f"tip path: {TIP_PATHS.get(rec['path'], rec['path'])}"
                  + (f" ({short(rec['path_reason'], 40)})" if rec.get("path_reason") else ""))
     return lines
+
+
+# check.json's path, and those of records made before the Kbuild-driven scan
+TIP_PATHS = {"seeded": "the base scan, Kbuild redoing what changed",
+             "fresh": "measured from nothing", "fast": "make prepare and the base commands",
+             "full": "a full build of the tip"}
 
 
 def measured(base, tip):

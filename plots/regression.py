@@ -1,18 +1,31 @@
 """Plotting functions only: each takes data, returns nothing, writes files."""
 import io
 
-import matplotlib
+from bench.results import atomic_write
 
-matplotlib.use("Agg")
-# the same data gives the same SVG bytes (no date, fixed clip-path ids), so a
-# regenerated page changes in git only where the results did
-matplotlib.rcParams["svg.hashsalt"] = "kexpand"
-import matplotlib.pyplot as plt          # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter   # noqa: E402
+from .hover import Hover, value_text
 
-from bench.results import atomic_write                                     # noqa: E402
 
-from .hover import Hover, value_text                                       # noqa: E402
+class _Pyplot:
+    """matplotlib.pyplot, imported at the first plot (0.3 s that a run
+    drawing only text and pages does not pay)."""
+
+    def __getattr__(self, name):
+        import matplotlib
+        matplotlib.use("Agg")
+        # the same data gives the same SVG bytes (no date, fixed clip-path
+        # ids), so a regenerated page changes in git only where results did
+        matplotlib.rcParams["svg.hashsalt"] = "kexpand"
+        import matplotlib.pyplot
+        return getattr(matplotlib.pyplot, name)
+
+
+plt = _Pyplot()
+
+
+def _ticker():
+    import matplotlib.ticker
+    return matplotlib.ticker
 
 
 def human_bytes(v, _pos=None):
@@ -34,10 +47,10 @@ def _y_axis(ax, ylabel, log, formatter, ticks_125=False):
     if log:
         ax.set_yscale("log")
         if ticks_125:
-            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-            ax.yaxis.set_minor_formatter(NullFormatter())
+            ax.yaxis.set_major_locator(_ticker().LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_minor_formatter(_ticker().NullFormatter())
     if formatter:
-        ax.yaxis.set_major_formatter(FuncFormatter(formatter))
+        ax.yaxis.set_major_formatter(_ticker().FuncFormatter(formatter))
     ax.set_ylabel(ylabel)
 
 
@@ -152,7 +165,7 @@ def totals_plot(points, totals, builds, clean, out_base, title):
         hover.point(a1, xi, t, f"{p}: {value_text(t, 'bytes')} of -E output, all C files")
         hover.point(a2, xi, b, f"{p}: scan {value_text(b, 's')}"
                     + ("" if c else " (not from a clean build dir)"))
-    a1.yaxis.set_major_formatter(FuncFormatter(human_bytes))
+    a1.yaxis.set_major_formatter(_ticker().FuncFormatter(human_bytes))
     a1.set_ylabel("total -E bytes, all C files")
     a1.grid(True, alpha=0.4)
     a2.plot(x, builds, marker="s", color="tab:red")
@@ -179,7 +192,7 @@ def header_bars(by_dir, grew, out_base, title):
     vals = [b for _, b in by_dir][::-1]
     for bar, d, b in zip(a1.barh(names, vals, color="tab:blue"), names, vals):
         hover.artist(bar, f"{d}: {value_text(b, 'bytes')} of -E output")
-    a1.xaxis.set_major_formatter(FuncFormatter(human_bytes))
+    a1.xaxis.set_major_formatter(_ticker().FuncFormatter(human_bytes))
     a1.set_xlabel("own bytes over the build, at B")
     a1.set_title("by directory of the file the bytes came from", fontsize=9)
     a1.tick_params(axis="y", labelsize=7)
@@ -189,7 +202,7 @@ def header_bars(by_dir, grew, out_base, title):
     for bar, h, c in zip(bars, names, vals):
         hover.artist(bar, f"{h}: {c:+,} bytes over the build")
     a2.axvline(0, color="gray", lw=1)
-    a2.xaxis.set_major_formatter(FuncFormatter(
+    a2.xaxis.set_major_formatter(_ticker().FuncFormatter(
         lambda v, _p=None: ("-" if v < 0 else "+") + human_bytes(abs(v))))
     a2.set_xlabel("change of own bytes over the build, A -> B")
     a2.set_title("headers whose own bytes changed most", fontsize=9)
