@@ -77,9 +77,12 @@ $(T)/kx-macrostack: $(T)/kx-macrostack.cpp $(T)/kx-json.h
 	  -L$(LLVM_DIR)/lib -Wl,-rpath,$(LLVM_DIR)/lib -lclang-cpp -lLLVM-14
 
 # Explicit targets, not a pattern rule: make never searches implicit rules
-# for .PHONY targets, so a `deps-%` rule silently did nothing.
+# for .PHONY targets, so a `deps-%` rule silently did nothing. One
+# dpkg-query for all packages: every make target runs this.
 deps-bench deps-test:
-	@missing=$$(for p in $(PKGS_$(@:deps-%=%)); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	@inst=" $$(dpkg-query -W -f='$${Package} $${Status}\n' $(PKGS_$(@:deps-%=%)) 2>/dev/null | \
+	  awk '/ install ok installed$$/ { print $$1 }' | tr '\n' ' ') "; \
+	missing=$$(for p in $(PKGS_$(@:deps-%=%)); do case "$$inst" in *" $$p "*) ;; *) echo $$p;; esac; done); \
 	missing=$$(echo $$missing); \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "kexpand: missing Debian packages: $$missing; install them with: sudo apt-get install $$missing" >&2; exit 5; fi; \

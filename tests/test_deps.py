@@ -12,14 +12,19 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 DPKG_QUERY = """#!/bin/sh
-# dpkg-query -W -f='${Status}\\n' PKG: installed unless PKG is listed in
-# FAKE_MISSING (or FAKE_MISSING=ALL)
-for pkg; do :; done
-case " $FAKE_MISSING " in
-  *" ALL "*|*" $pkg "*)
-    echo "dpkg-query: no packages found matching $pkg" >&2; exit 1;;
-esac
-echo "install ok installed"
+# dpkg-query -W -f='${Package} ${Status}\\n' PKG...: as dpkg-query does,
+# a line per installed package, a message and exit 1 for each one listed
+# in FAKE_MISSING (or every one: FAKE_MISSING=ALL)
+shift 2
+rc=0
+for pkg; do
+  case " $FAKE_MISSING " in
+    *" ALL "*|*" $pkg "*)
+      echo "dpkg-query: no packages found matching $pkg" >&2; rc=1;;
+    *) echo "$pkg install ok installed";;
+  esac
+done
+exit $rc
 """
 
 APT_GET = """#!/bin/sh
