@@ -413,3 +413,19 @@ def test_record_version_checked():
 
 
 # ------------------------------------------------------------ speed
+
+
+def test_an_include_that_moved_is_the_same_entry():
+    """The same #include on another line at B (lines added above it) is one
+    entry, named at its line at B and marked as moved; a second #include
+    of the same header from the same file sums with it."""
+    a = B.aggregate([H.record(mk([("a.c", 1), ("b.h", 10), ("c.h", 5)],
+                                 [("a.c", 1, "b.h"), ("b.h", 3, "c.h")]))])
+    b = B.aggregate([H.record(mk([("a.c", 1), ("b.h", 14), ("c.h", 7)],
+                                 [("a.c", 1, "b.h"), ("b.h", 9, "c.h")]))])
+    erows = {r["name"]: r for r in B.diff(a, b)["edges"]}
+    assert set(erows) == {"b.h:9 -> c.h", "a.c:1 -> b.h"}
+    assert erows["b.h:9 -> c.h"]["status"] == "moved from :3"
+    assert erows["b.h:9 -> c.h"]["delta"]["bytes_sole"] == 2
+    assert erows["a.c:1 -> b.h"]["status"] == ""
+    assert B.diff(b, b)["edges"] == []

@@ -55,16 +55,47 @@ def _rows(a, b, fields, by):
     return rows
 
 
+def _pairs(edges):
+    """Include entries by includer and header, over the lines they are on:
+    {"includer -> header": stats summed}, {"includer -> header": "l1,l2"}."""
+    stats, lines = {}, {}
+    for key, st in edges.items():
+        src, header = key.split(" -> ", 1)
+        includer, line = src.rsplit(":", 1)
+        k = f"{includer} -> {header}"
+        acc = stats.setdefault(k, dict.fromkeys(EDGE_STATS, 0))
+        for f in EDGE_STATS:
+            acc[f] += st[f]
+        lines[k] = f"{lines[k]},{line}" if k in lines else line
+    return stats, lines
+
+
+def edge_rows(edges_a, edges_b):
+    """Changed include entries, matched by includer and header whatever
+    line they are on (an #include that moved is the same entry), named with
+    their line at B (at A if gone); status "new", "gone", "moved from
+    :<line at A>" or ""."""
+    (sa, la), (sb, lb) = _pairs(edges_a), _pairs(edges_b)
+    rows = _rows(sa, sb, EDGE_STATS, "bytes_sole")
+    for r in rows:
+        includer, header = r["name"].split(" -> ", 1)
+        at = lb.get(r["name"]) or la[r["name"]]
+        if not r["status"] and la[r["name"]] != lb[r["name"]]:
+            r["status"] = f"moved from :{la[r['name']]}"
+        r["name"] = f"{includer}:{at} -> {header}"
+    return [r for r in rows if r["status"] or any(r["delta"].values())]
+
+
 def diff(agg_a, agg_b, top=50):
     """What changed from build A to build B: {"headers": rows, "edges": rows},
     each at most `top` rows, the largest absolute change first (headers: of
     own bytes; edges: of bytes_sole); a row: {"name", "status": "new" (absent
-    at A) | "gone" (absent at B) | "", "a": stats or None, "b": stats or
-    None, "delta": {stat: B - A}} (stats as in aggregate; absent = zeros)."""
+    at A) | "gone" (absent at B) | "" (edges also "moved from :<line>"),
+    "a": stats or None, "b": stats or None, "delta": {stat: B - A}} (stats
+    as in aggregate; absent = zeros)."""
     return {"headers": _rows(agg_a["headers"], agg_b["headers"], STATS,
                              "own")[:top],
-            "edges": _rows(agg_a["edges"], agg_b["edges"], EDGE_STATS,
-                           "bytes_sole")[:top]}
+            "edges": edge_rows(agg_a["edges"], agg_b["edges"])[:top]}
 
 
 def top_headers(agg, by="own", n=20):
