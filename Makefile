@@ -80,8 +80,8 @@ $(T)/kx-macrostack: $(T)/kx-macrostack.cpp $(T)/kx-json.h
 # for .PHONY targets, so a `deps-%` rule silently did nothing. One
 # dpkg-query for all packages: every make target runs this.
 deps-bench deps-test:
-	@inst=" $$(dpkg-query -W -f='$${Package} $${Status}\n' $(PKGS_$(@:deps-%=%)) 2>/dev/null | \
-	  awk '/ install ok installed$$/ { print $$1 }' | tr '\n' ' ') "; \
+	@inst=" $$(dpkg-query -W -f='$${Package} $${db:Status-Status}\n' $(PKGS_$(@:deps-%=%)) 2>/dev/null | \
+	  awk '$$2 == "installed" { print $$1 }' | tr '\n' ' ') "; \
 	missing=$$(for p in $(PKGS_$(@:deps-%=%)); do case "$$inst" in *" $$p "*) ;; *) echo $$p;; esac; done); \
 	missing=$$(echo $$missing); \
 	if [ -n "$$missing" ]; then \

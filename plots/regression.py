@@ -1,5 +1,6 @@
 """Plotting functions only: each takes data, returns nothing, writes files."""
 import io
+import sys
 
 from bench.results import atomic_write
 
@@ -12,10 +13,11 @@ class _Pyplot:
 
     def __getattr__(self, name):
         import matplotlib
-        matplotlib.use("Agg")
-        # the same data gives the same SVG bytes (no date, fixed clip-path
-        # ids), so a regenerated page changes in git only where results did
-        matplotlib.rcParams["svg.hashsalt"] = "kexpand"
+        if "matplotlib.pyplot" not in sys.modules:
+            matplotlib.use("Agg")
+            # the same data gives the same SVG bytes (no date, fixed clip-path
+            # ids), so a regenerated page changes in git only where results did
+            matplotlib.rcParams["svg.hashsalt"] = "kexpand"
         import matplotlib.pyplot
         return getattr(matplotlib.pyplot, name)
 

@@ -12,7 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 DPKG_QUERY = """#!/bin/sh
-# dpkg-query -W -f='${Package} ${Status}\\n' PKG...: as dpkg-query does,
+# dpkg-query -W -f='${Package} ${db:Status-Status}\\n' PKG...: as dpkg-query does,
 # a line per installed package, a message and exit 1 for each one listed
 # in FAKE_MISSING (or every one: FAKE_MISSING=ALL)
 shift 2
@@ -21,7 +21,7 @@ for pkg; do
   case " $FAKE_MISSING " in
     *" ALL "*|*" $pkg "*)
       echo "dpkg-query: no packages found matching $pkg" >&2; rc=1;;
-    *) echo "$pkg install ok installed";;
+    *) echo "$pkg installed";;
   esac
 done
 exit $rc

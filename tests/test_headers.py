@@ -429,3 +429,12 @@ def test_an_include_that_moved_is_the_same_entry():
     assert erows["b.h:9 -> c.h"]["delta"]["bytes_sole"] == 2
     assert erows["a.c:1 -> b.h"]["status"] == ""
     assert B.diff(b, b)["edges"] == []
+
+
+def test_a_second_include_of_a_header_is_not_a_move():
+    a = B.aggregate([H.record(mk([("a.c", 1), ("b.h", 10), ("c.h", 5)],
+                                 [("a.c", 1, "b.h"), ("b.h", 9, "c.h")]))])
+    b = B.aggregate([H.record(mk([("a.c", 1), ("b.h", 14), ("c.h", 7)],
+                                 [("a.c", 1, "b.h"), ("b.h", 9, "c.h"), ("b.h", 12, "c.h")]))])
+    erows = {r["name"]: r for r in B.diff(a, b)["edges"]}
+    assert erows["b.h:9,12 -> c.h"]["status"] == "was at :9"

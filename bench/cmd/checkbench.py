@@ -104,9 +104,12 @@ def cmd_check_bench(req, case):
                               ("one .c file", None, "bench-one-c")):
         pats = pats or [str(one_c_patch(work / "tree", scratch))]
         name = f"{name}-{stamp}"
-        env = {k: v for k, v in os.environ.items() if k not in ("A", "B", "KX_GIVEN")}
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("A", "B", "KX_GIVEN", "CONFIG", "KCONFIG")}
         env.update(KEXPAND_WORK=str(work), KEXPAND_RESULTS=str(reports), BASE="pre-6.7",
-                   NAME=name, PATCHES=" ".join(pats))
+                   NAME=name, PATCHES=" ".join(pats), CASE=req.case,
+                   **({"KCONFIG": str(req.kconfig)} if req.kconfig else
+                      {"CONFIG": req.config_base}))
         log(f"bench-check: {label} ({len(pats)} patch(es))")
         t0 = time.monotonic()
         code = make_check(env)
@@ -133,6 +136,8 @@ def make_check(env):
     command, then (exit 0 or 1) compare.py drawing the report. Returns
     the measuring command's exit code; one over 1 stops the benchmark."""
     code = _child([sys.executable, str(REPO / "bench/kexpand.py"), "check"], env)
+    if code == 130:
+        raise KeyboardInterrupt     # (the child was signalled: it said so)
     if code not in (0, 1):
         raise KexpandError(f"bench-check: make check exited {code}; its log is above",
                            "build" if code == 3 else "infra")

@@ -57,40 +57,46 @@ def _rows(a, b, fields, by):
 
 def _pairs(edges):
     """Include entries by includer and header, over the lines they are on:
-    {"includer -> header": stats summed}, {"includer -> header": "l1,l2"}."""
+    {"includer -> header": stats summed}, {"includer -> header": [lines]}."""
     stats, lines = {}, {}
     for key, st in edges.items():
-        src, header = key.split(" -> ", 1)
+        src, header = key.rsplit(" -> ", 1)
         includer, line = src.rsplit(":", 1)
         k = f"{includer} -> {header}"
         acc = stats.setdefault(k, dict.fromkeys(EDGE_STATS, 0))
         for f in EDGE_STATS:
             acc[f] += st[f]
-        lines[k] = f"{lines[k]},{line}" if k in lines else line
-    return stats, lines
+        lines.setdefault(k, []).append(int(line))
+    return stats, {k: sorted(v) for k, v in lines.items()}
+
+
+def _at(lines):
+    return ",".join(map(str, lines))
 
 
 def edge_rows(edges_a, edges_b):
     """Changed include entries, matched by includer and header whatever
     line they are on (an #include that moved is the same entry), named with
-    their line at B (at A if gone); status "new", "gone", "moved from
-    :<line at A>" or ""."""
+    their lines at B (at A if gone); status "new", "gone", "moved from
+    :<line at A>" (as many lines at both), "was at :<lines at A>" (an
+    #include of the header added or removed beside it) or ""."""
     (sa, la), (sb, lb) = _pairs(edges_a), _pairs(edges_b)
     rows = _rows(sa, sb, EDGE_STATS, "bytes_sole")
     for r in rows:
-        includer, header = r["name"].split(" -> ", 1)
-        at = lb.get(r["name"]) or la[r["name"]]
-        if not r["status"] and la[r["name"]] != lb[r["name"]]:
-            r["status"] = f"moved from :{la[r['name']]}"
-        r["name"] = f"{includer}:{at} -> {header}"
-    return [r for r in rows if r["status"] or any(r["delta"].values())]
+        includer, header = r["name"].rsplit(" -> ", 1)
+        old, new = la.get(r["name"]), lb.get(r["name"])
+        if not r["status"] and old != new:
+            r["status"] = f"{'moved from' if len(old) == len(new) else 'was at'} :{_at(old)}"
+        r["name"] = f"{includer}:{_at(new or old)} -> {header}"
+    return rows
 
 
 def diff(agg_a, agg_b, top=50):
     """What changed from build A to build B: {"headers": rows, "edges": rows},
     each at most `top` rows, the largest absolute change first (headers: of
     own bytes; edges: of bytes_sole); a row: {"name", "status": "new" (absent
-    at A) | "gone" (absent at B) | "" (edges also "moved from :<line>"),
+    at A) | "gone" (absent at B) | "" (edges also "moved from :<line>",
+    "was at :<lines>"),
     "a": stats or None, "b": stats or None, "delta": {stat: B - A}} (stats
     as in aggregate; absent = zeros)."""
     return {"headers": _rows(agg_a["headers"], agg_b["headers"], STATS,

@@ -22,11 +22,11 @@ from another commit's (build.seed_build_dir): `mark_changed` stamps the
 files that differ between the two commits as new."""
 import os
 import stat
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from .gitops import git
-from .util import atomic_write_json, read_json
+from .util import KexpandError, atomic_write_json, read_json
 
 STORE = "kexpand-mtimes.json"      # in the tree's git dir, never in a commit
 KEEP = 100000   # (path, content) times remembered (a bisect of a user's tree visits many)
@@ -134,14 +134,25 @@ def kept_across(tree):
     another by rewriting files (git am, git apply, git reset): each file
     that holds the content it had again gets its time back, and its time
     of each file that now differs is kept for the next checkout of it."""
+    if not _clean(tree):            # (a dirty file's time is not its content's)
+        yield
+        return
     base = _git(tree, "rev-parse", "HEAD").stdout.strip()
     before = _times(tree)
     try:
         yield
-    finally:
+    except BaseException:
         # (a run stopped half way leaves new times: they cost only a rebuild)
-        if not _git(tree, "status", "--porcelain", "-uno").stdout.strip():
-            _restore(tree, base, before)
+        with suppress(KexpandError):
+            if _clean(tree):
+                _restore(tree, base, before)
+        raise
+    if _clean(tree):
+        _restore(tree, base, before)
+
+
+def _clean(tree):
+    return not _git(tree, "status", "--porcelain", "-uno").stdout.strip()
 
 
 def _restore(tree, base, before):
