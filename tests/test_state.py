@@ -239,7 +239,7 @@ def test_an_early_interrupt_is_exit_130(fake, tmp_path, how):
     """A signal that reaches kexpand before Python has set its handlers
     (a stand-in for its start, blocked on a fifo until signalled) still
     ends the run with the documented 130, never make's 'Error 143'."""
-    from test_interrupts import wait_for
+    from test_interrupts import signal_group, wait_for
     base, env = fake
     block = tmp_path / "block"
     block.mkdir()
@@ -259,7 +259,7 @@ def test_an_early_interrupt_is_exit_130(fake, tmp_path, how):
     if how == "make-term":
         os.kill(proc.pid, signal.SIGTERM)
     else:
-        os.killpg(proc.pid, signal.SIGINT if how == "group-int" else signal.SIGTERM)
+        signal_group(proc.pid, signal.SIGINT if how == "group-int" else signal.SIGTERM)
     o, e = proc.communicate(timeout=120)
     assert code(proc_result(proc, o, e)) == 130, e
     assert not (base / "results/compare").exists()
