@@ -147,7 +147,7 @@ unit-test: deps-test $(TOOLS)
 	$(PY) -m pytest -q tests -m "not integration"
 
 test: deps-test $(TOOLS)
-	$(PY) -m pytest -q --durations=40 tests
+	$(PY) tests/lanes.py
 
 clean:
 	rm -f $(TOOLS)
