@@ -17,7 +17,6 @@ both pytests have.
     tests/lanes.py [pytest options]     (e.g. -x, -k NAME, --durations=0)
 """
 import os
-import resource
 import signal
 import subprocess
 import sys
