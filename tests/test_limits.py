@@ -255,3 +255,31 @@ def test_plain_tcp_is_taken_on_loopback_or_when_meant(tmp_path):
     req = settings.from_env("check", env=dict(env, DASK_SCHEDULER="tcp://10.0.0.5:8786",
                                               DASK_INSECURE="1", E_MEM_LIMIT="8192"))
     assert req.dask_insecure and req.e_mem_limit == 8192
+
+
+CHILD_TAKES_TERM = """
+import os, signal, sys, time
+def ended(*_):
+    open(sys.argv[1], "w").write("SIGTERM")
+    sys.exit(7)
+signal.signal(signal.SIGTERM, ended)
+os.kill(os.getppid(), signal.SIGINT)     # the interrupt, with this child ready for it
+while True:
+    signal.pause()
+"""
+
+
+@pytest.mark.parametrize("mode", ["term", "finish"])
+def test_an_interrupt_is_passed_on_as_sigterm_or_waited_out(tmp_path, mode):
+    """on_interrupt="term": the child gets SIGTERM (kexpand ends its own
+    children then) and is waited for before the interrupt goes on;
+    "finish": it is waited for, never signalled (git)."""
+    from kbuild import proc
+    mark = tmp_path / "mark"
+    cmd = [PY, "-c", CHILD_TAKES_TERM, str(mark)]
+    if mode == "finish":        # ends by itself once interrupted
+        cmd[2] = CHILD_TAKES_TERM.replace("while True:\n    signal.pause()", "sys.exit(3)")
+    with pytest.raises(KeyboardInterrupt):
+        proc.run(cmd, check=False, on_interrupt=mode)
+    assert (mark.read_text() if mark.exists() else None) == \
+        ("SIGTERM" if mode == "term" else None)

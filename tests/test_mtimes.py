@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kbuild import build, builddir, mtimes, series
+from kbuild import build, builddir, gitops, mtimes, series
 
 RULE = "o: ../h.h ../c.c\n\tcat ../h.h ../c.c > o\n"
 
@@ -69,7 +69,7 @@ def test_return_to_a_commit_keeps_its_build_dir_up_to_date(tree):
     assert (ba / "o").read_text().startswith("#define V 1")
     series.checkout(t, b)
     assert make(bb, question=True)
-    assert series.tree_is_clean(t)
+    assert gitops.is_clean(t)
 
 
 def test_without_kept_times_make_would_rebuild(tree):
@@ -191,5 +191,5 @@ def test_a_series_applied_by_git_am_leaves_the_base_dir_up_to_date(tree, applies
     else:
         with pytest.raises(Exception, match="does not apply"):
             mbox.apply_series(t, a, s)
-    assert git(t, "rev-parse", "HEAD") == a and series.tree_is_clean(t)
+    assert git(t, "rev-parse", "HEAD") == a and gitops.is_clean(t)
     assert make(ba, question=True), "back at the base, its dir is up to date"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kbuild import build, kcmd
+from kbuild import build, gitops, kcmd
 from kbuild import series
 from kbuild.util import KexpandError
 
@@ -153,7 +153,7 @@ def test_checkout_repairs_what_a_killed_run_left(fake):
     (tree / ".git/index.lock").write_text("")
     (tree / ".git" / gitops.BUSY).write_text("12345 checkout\n")
     series.checkout(tree, commits["one"])
-    assert series.tree_is_clean(tree) and not (tree / ".git/index.lock").exists()
+    assert gitops.is_clean(tree) and not (tree / ".git/index.lock").exists()
     assert not gitops.interrupted(tree)
     assert series.git(tree, "rev-parse", "HEAD").stdout.strip() == commits["one"]
 
@@ -187,7 +187,7 @@ def test_prepare_tags_commits_and_reports_bad_patch(fake):
     # the broken patch is named with its hunk, and nothing else suffers
     assert "0003-bad.patch does not apply at include/linux/minmax.h hunk #1" \
         in failures["broken"]
-    assert series.tree_is_clean(tree)
+    assert gitops.is_clean(tree)
     # Debian's '/*' .gitignore did not stop the base commit
     files = subprocess.run(["git", "-C", tree, "ls-files"], capture_output=True,
                            text=True, check=True).stdout.split()

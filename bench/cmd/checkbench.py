@@ -23,8 +23,6 @@ import datetime
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -150,10 +148,5 @@ def make_check(env):
 def _child(cmd, env):
     """Run cmd with the terminal's output; on an interrupt, pass SIGTERM
     on (kexpand ends its own children and exits 130) and wait for it."""
-    p = proc.spawn(cmd, env=env, stdin=subprocess.DEVNULL)
-    try:
-        return p.wait()
-    except BaseException:
-        p.send_signal(signal.SIGTERM)
-        proc.wait_through(p)
-        raise
+    return proc.run(cmd, env=env, check=False, capture=False,
+                    on_interrupt="term").returncode

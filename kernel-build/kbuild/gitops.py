@@ -2,7 +2,7 @@
 trees), so that no interrupt leaves one broken.
 
 - Every git command runs to its end even when the run is interrupted
-  (proc.run's let_finish): git writing its index and work tree is never
+  (proc.run's on_interrupt="finish"): git writing its index and work tree is never
   killed half-way; the interrupt goes on once it is done.
 - A command that rewrites the work tree (checkout, reset, apply, am,
   commit) runs inside `busy(tree)`, which leaves a mark in the tree's git
@@ -30,7 +30,13 @@ def git(tree, *args, check=True, env=None, what=None):
     full.setdefault("GIT_CONFIG_NOSYSTEM", "1")
     full.setdefault("GIT_CONFIG_GLOBAL", "/dev/null")
     return run(["git", "-C", str(tree), *args], check=check, env=full,
-               what=what or f"git {args[0]}", let_finish=True)
+               what=what or f"git {args[0]}", on_interrupt="finish")
+
+
+def is_clean(tree):
+    """No tracked file of `tree` differs from its HEAD (untracked files,
+    such as build dirs inside the tree, are not looked at)."""
+    return not git(tree, "status", "--porcelain", "-uno").stdout.strip()
 
 
 def git_dir(tree):

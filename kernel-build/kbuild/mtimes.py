@@ -25,7 +25,7 @@ import stat
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from .gitops import git
+from .gitops import git, is_clean
 from .util import KexpandError, atomic_write_json, read_json
 
 STORE = "kexpand-mtimes.json"      # in the tree's git dir, never in a commit
@@ -36,14 +36,10 @@ def _git(tree, *args, check=True):
     return git(tree, *args, check=check)
 
 
-def _changed(tree, a, b):
-    out = _git(tree, "diff", "--name-only", "--no-renames", "-z", a, b).stdout
-    return [p for p in out.split("\0") if p]
-
-
-def changed(tree, a, b):
-    """The files that differ between commits a and b (None: unknown)."""
-    p = _git(tree, "diff", "--name-only", "--no-renames", "-z", a, b, check=False)
+def changed(tree, a, b, check=False):
+    """The files that differ between commits a and b (None: unknown; with
+    check, git's failure is raised)."""
+    p = _git(tree, "diff", "--name-only", "--no-renames", "-z", a, b, check=check)
     return [x for x in p.stdout.split("\0") if x] if p.returncode == 0 else None
 
 
@@ -134,7 +130,7 @@ def kept_across(tree):
     another by rewriting files (git am, git apply, git reset): each file
     that holds the content it had again gets its time back, and its time
     of each file that now differs is kept for the next checkout of it."""
-    if not _clean(tree):            # (a dirty file's time is not its content's)
+    if not is_clean(tree):            # (a dirty file's time is not its content's)
         yield
         return
     base = _git(tree, "rev-parse", "HEAD").stdout.strip()
@@ -144,15 +140,11 @@ def kept_across(tree):
     except BaseException:
         # (a run stopped half way leaves new times: they cost only a rebuild)
         with suppress(KexpandError):
-            if _clean(tree):
+            if is_clean(tree):
                 _restore(tree, base, before)
         raise
-    if _clean(tree):
+    if is_clean(tree):
         _restore(tree, base, before)
-
-
-def _clean(tree):
-    return not _git(tree, "status", "--porcelain", "-uno").stdout.strip()
 
 
 def _restore(tree, base, before):
@@ -167,6 +159,6 @@ def _restore(tree, base, before):
 def mark_changed(tree, a, b):
     """Stamp the files that differ between commits a and b (the tree is at
     b) with the current time."""
-    for rel in _changed(tree, a, b):
+    for rel in changed(tree, a, b, check=True):
         if (p := _file(tree, rel)):
             os.utime(p)

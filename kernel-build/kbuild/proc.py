@@ -198,14 +198,17 @@ def run_limited(cmd, cwd):
 
 
 def run(cmd, cwd=None, check=True, capture=True, env=None, what=None,
-        klass="infra", timeout=None, stdout=None, let_finish=False):
+        klass="infra", timeout=None, stdout=None, on_interrupt="kill"):
     """Run an argv list (never a shell string) in its own process group.
     On Ctrl-C, SIGTERM or a timeout the whole group is killed first, except
-    with `let_finish`: a command that must not stop half-way (git writing
-    its index and work tree) is waited for, then the interrupt goes on.
+    with on_interrupt="finish": a command that must not stop half-way (git
+    writing its index and work tree) is waited for, and "term": a program
+    that ends its own children (kexpand itself) gets SIGTERM and is waited
+    for; then the interrupt goes on.
     stdout: a binary file for the output (stderr is then captured). On
     failure (check=True) raise a KexpandError naming the command and the
     tail of its output."""
+    assert on_interrupt in ("kill", "finish", "term"), on_interrupt
     if stdout is not None:
         out_kw = {"stdout": stdout, "stderr": subprocess.PIPE}
     elif capture:
@@ -222,10 +225,12 @@ def run(cmd, cwd=None, check=True, capture=True, env=None, what=None,
         raise KexpandError(f"{what or 'command'} timed out after {timeout} s: "
                            f"{shlex.join(map(str, cmd))}", klass)
     except BaseException:
-        if let_finish:
-            wait_through(proc)
-        else:
+        if on_interrupt == "kill":
             kill_group(proc)
+        else:
+            if on_interrupt == "term":
+                proc.send_signal(signal.SIGTERM)
+            wait_through(proc)
         raise
     if stdout is not None:
         out = (err or b"").decode(errors="replace")

@@ -274,10 +274,6 @@ def unpack_base(tree, tarball):
     return version
 
 
-def tree_is_clean(tree):
-    return not git(tree, "status", "--porcelain", "-uno").stdout.strip()
-
-
 def apply_patch(tree, patch):
     """Apply one patch file as one commit; on failure leave the tree clean
     and name the patch and hunk."""
@@ -368,7 +364,7 @@ def checkout(tree, commit):
     refuses one that someone else changed."""
     if gitops.interrupted(tree):
         gitops.repair(tree)
-    if not tree_is_clean(tree):
+    if not gitops.is_clean(tree):
         raise KexpandError(f"{tree} has uncommitted changes; kexpand will not "
                            "overwrite them. Reset it or remove it to re-prepare.",
                            "infra")
