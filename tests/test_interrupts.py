@@ -92,10 +92,14 @@ def wait_for(path, proc, what, limit=120):
 
 
 def delivered(pid, sig):
-    """The signal reached `pid` (no longer pending), or the pid is gone."""
+    """The signal reached `pid` (no longer pending), or the pid is gone or
+    a zombie (a zombie can show the signal it re-raised to end itself, as
+    make does, as pending)."""
     try:
         st = Path(f"/proc/{pid}/status").read_text()
     except OSError:
+        return True
+    if "\nState:\tZ" in st:
         return True
     bit = 1 << (sig - 1)
     return all(not int(line.split()[1], 16) & bit for line in st.splitlines()
