@@ -48,7 +48,7 @@ def main(args):
     lock = threading.Lock()
     runs = []
     for i, files in enumerate(lanes(), 1):
-        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        argv = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
                 f"--basetemp={base / f'lane{i}'}", "--durations=20", *args,
                 *(str(TESTS / f) for f in files)]
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
