@@ -1,18 +1,20 @@
 #!/usr/bin/python3
-"""`make test`: the suite in two pytest processes side by side, as the
-machine has two cores and no one test file keeps both busy (a kernel
-build or scan does, for minutes; QEMU, a 47 MB -E, git and the unit
-tests' many short processes use one, or less).
+"""`make test`: the suite as pytest processes two at a time (lanes), one
+per core. First the unit tests, their files dealt into two lanes (they
+wait on many short processes more than they compute: two lanes take
+about half the time of one); then the two integration modules side by
+side (6.1 and 6.12: a scan keeps both cores busy, but QEMU, a 47 MB -E,
+hyperfine runs and git use one, which the other module fills).
 
-Lane 1 is the 6.1 integration module (about half of the suite's time
-alone); lane 2 the 6.12 module, then every other test file. Each lane's
-lines are printed as they come, prefixed with its number, and its pytest
-summary again at the end with its wall and CPU time. The exit code is
-the first failing lane's (pytest's: 1 tests failed, 2 interrupted, ...),
-or 0; with options given, a lane they leave without a test is no failure. Each lane is a process group of its own: SIGINT, SIGTERM and
-SIGHUP are passed on to both groups once (pytest, the tests' make and
-kexpand runs, their builds), as a terminal sends them; the run ends when
-both pytests have.
+Each lane's lines are printed as they come, prefixed with its number,
+and at the end the tests that took the most CPU and each lane's pytest
+summary again with its wall and CPU seconds. The exit code is the first failing lane's (pytest's: 1 tests
+failed, 2 interrupted, ...), or 0; with options given, a lane they leave
+without a test is no failure. Every lane runs, also after a failure.
+Each lane is a process group of its own: SIGINT, SIGTERM and SIGHUP are
+passed on to the running lanes' groups once (pytest, the tests' make and
+kexpand runs, their builds), as a terminal sends them, and no later lane
+starts.
 
     tests/lanes.py [pytest options]     (e.g. -x, -k NAME, --durations=0)
 """
@@ -26,13 +28,14 @@ import time
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
-FIRST = "test_integration.py"
-SECOND = "test_integration_612.py"
+INTEGRATION = ["test_integration.py", "test_integration_612.py"]
 
 
-def lanes():
-    rest = sorted(p.name for p in TESTS.glob("test_*.py") if p.name not in (FIRST, SECOND))
-    return [[FIRST], [SECOND, *rest]]
+def phases():
+    """[[lane's files, ...], ...]: the unit files dealt alternately (in
+    name order) into two lanes, then one lane per integration module."""
+    units = sorted(p.name for p in TESTS.glob("test_*.py") if p.name not in INTEGRATION)
+    return [[units[0::2], units[1::2]], [[f] for f in INTEGRATION]]
 
 
 def _pump(i, stream, out, lock):
@@ -43,57 +46,91 @@ def _pump(i, stream, out, lock):
             sys.stdout.flush()
 
 
-def main(args):
-    base = Path(tempfile.mkdtemp(prefix="kexpand-test-"))
-    lock = threading.Lock()
-    runs = []
-    for i, files in enumerate(lanes(), 1):
-        argv = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
-                f"--basetemp={base / f'lane{i}'}", "--durations=20", *args,
-                *(str(TESTS / f) for f in files)]
-        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, errors="replace", cwd=TESTS.parent,
-                             process_group=0)
-        out = []
-        t = threading.Thread(target=_pump, args=(i, p.stdout, out, lock), daemon=True)
-        t.start()
-        runs.append((i, files, p, out, t, time.monotonic()))
-        print(f"kexpand: lane {i}: {files[0]}" + (f" and {len(files) - 1} more files"
-                                                   if len(files) > 1 else ""), flush=True)
+class Lanes:
+    def __init__(self, args):
+        self.args = args
+        self.base = Path(tempfile.mkdtemp(prefix="kexpand-test-"))
+        self.lock = threading.Lock()
+        self.running = {}           # pid -> lane, until reaped
+        self.stopped = False
+        self.summaries = []
 
-    ended = {}
+    def pass_on(self, sig, _frame):
+        self.stopped = True
+        for pid in list(self.running):      # only run_phase reaps them
+            os.killpg(pid, sig)
 
-    def pass_on(sig, _frame):
-        for i, _f, p, *_ in runs:
-            if i not in ended:          # only this loop below reaps them
-                os.killpg(p.pid, sig)
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, pass_on)
-    while len(ended) < len(runs):
-        try:
+    def run_phase(self, first, lanes):
+        started = []
+        for i, files in enumerate(lanes, first):
+            argv = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
+                    f"--basetemp={self.base / f'lane{i}'}", "--durations=15",
+                    f"--cpu-log={self.base / 'cpu.log'}", *self.args,
+                    *(str(TESTS / f) for f in files)]
+            p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, errors="replace", cwd=TESTS.parent,
+                                 process_group=0)
+            out = []
+            t = threading.Thread(target=_pump, args=(i, p.stdout, out, self.lock), daemon=True)
+            t.start()
+            self.running[p.pid] = i
+            if self.stopped:                # (a signal came while it started)
+                os.killpg(p.pid, signal.SIGTERM)
+            started.append((i, files, p, out, t, time.monotonic()))
+            with self.lock:
+                print(f"kexpand: lane {i}: {', '.join(files)}", flush=True)
+        ended = {}
+        while self.running:
             pid, status, ru = os.wait4(-1, 0)
-        except ChildProcessError:
-            break
-        for i, _f, p, _o, _t, t0 in runs:
-            if p.pid == pid:
-                p.returncode = os.waitstatus_to_exitcode(status)
-                ended[i] = (time.monotonic() - t0, ru.ru_utime + ru.ru_stime)
-    code = 0
-    for i, files, p, out, t, _t0 in runs:
-        t.join()
-        wall, cpu = ended.get(i, (0.0, 0.0))
-        summary = out[-1].strip() if out else "(no output)"
-        print(f"kexpand: lane {i} ({len(files)} files): exit {p.returncode} in {wall:.0f} s, "
-              f"{cpu:.0f} CPU s: {summary}", flush=True)
-        # (5: no test selected, as `-k NAME` leaves one lane)
-        if p.returncode and not (args and p.returncode == 5) and not code:
-            code = p.returncode if p.returncode > 0 else 128 - p.returncode
-    if code == 0:
-        subprocess.run(["rm", "-rf", str(base)])
-    else:
-        print(f"kexpand: the tests' files are kept in {base}", flush=True)
-    return code
+            i = self.running.pop(pid, None)
+            if i is not None:
+                ended[i] = (os.waitstatus_to_exitcode(status), ru.ru_utime + ru.ru_stime)
+        for i, files, p, out, t, t0 in started:
+            t.join()
+            code, cpu = ended[i]
+            summary = out[-1].strip() if out else "(no output)"
+            self.summaries.append((i, code, f"kexpand: lane {i} ({len(files)} files): exit "
+                                   f"{code} in {time.monotonic() - t0:.0f} s, {cpu:.0f} CPU s: "
+                                   f"{summary}"))
+
+    def heaviest(self, n=15):
+        """The tests that took the most CPU seconds (conftest's --cpu-log:
+        pytest's and its children's), where the suite's time goes."""
+        try:
+            rows = [line.split(None, 2) for line in (self.base / "cpu.log").open()]
+        except OSError:
+            return
+        rows.sort(key=lambda r: -float(r[1]))
+        total = sum(float(r[1]) for r in rows)
+        print(f"kexpand: {len(rows)} tests, {total:.0f} CPU s; the {n} heaviest "
+              "(wall s, CPU s):", flush=True)
+        for wall, cpu, name in rows[:n]:
+            print(f"  {float(wall):7.1f} {float(cpu):7.1f}  {name.strip()}", flush=True)
+
+    def main(self):
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, self.pass_on)
+        first = 1
+        for lanes in phases():
+            if self.stopped:
+                break
+            self.run_phase(first, lanes)
+            first += len(lanes)
+        self.heaviest()
+        code = 0
+        for _i, c, line in self.summaries:
+            print(line, flush=True)
+            # (5: no test selected, as `-k NAME` leaves a lane)
+            if c and not (self.args and c == 5) and not code:
+                code = c if c > 0 else 128 - c
+        if self.stopped and not code:
+            code = 130
+        if code == 0:
+            subprocess.run(["rm", "-rf", str(self.base)])
+        else:
+            print(f"kexpand: the tests' files are kept in {self.base}", flush=True)
+        return code
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(Lanes(sys.argv[1:]).main())
