@@ -181,32 +181,47 @@ def check(env, base, user, name, patch):
     return code, json.load(open(d / "check.json")), rows
 
 
-def test_check_612_one_line_minmax_patch(k612):
-    """A one-line patch to include/linux/minmax.h written by hand (min3()
-    nested the 6.7 way again) checked against the 6.12 tree: the tip's
-    scan dir, a copy of the base's, measures again every file that
-    includes minmax.h; a sample of files measured in a scan dir made from
+def test_check_612_one_line_header_patch(k612):
+    """A one-line patch to mm/internal.h written by hand (an inline helper
+    that calls min3(), as a header every file of a subsystem includes
+    grows a little) checked against the 6.12 tree: the tip's scan dir, a
+    copy of the base's, measures again the files that include that header
+    and no other; a sample of files measured in a scan dir made from
     nothing at the tip has the same bytes, file for file (the whole tip
-    made from nothing, FULL_BUILD=1, is tested on the fake tree). The
-    user's tree is left as it was (the fixture checks it)."""
+    made from nothing, FULL_BUILD=1, is tested on the fake tree; a
+    minmax.h change that every file sees, by the 6.1 module's checks).
+    The user's tree is left as it was (the fixture checks it)."""
     base, user, env = k612
-    text = git(user, "show", "HEAD~3:include/linux/minmax.h").splitlines()
-    i = text.index("#define min3(x, y, z) \\")
-    patch = base / "min3.patch"
-    patch.write_text(mail("minmax: min3() as two min()s", "include/linux/minmax.h", text, i, 2,
-                          ["#define min3(x, y, z) min((typeof(x))min(x, y), z)"]))
+    text = git(user, "show", "HEAD~3:mm/internal.h").splitlines()
+    i = text.index("struct folio_batch;")
+    patch = base / "internal.patch"
+    patch.write_text(mail("mm: a helper that clamps three page counts", "mm/internal.h", text,
+                          i, 1, ["static inline unsigned long kx_least(unsigned long a, "
+                                 "unsigned long b, unsigned long c) { return min3(a, b, c); }",
+                                 text[i]]))
     code, rec, rows = check(env, base, user, "one-line", patch)
-    assert rec["path"] == "seeded" and rec["results"]["gcc"]["scan_tip"]["n_measured"] > 300
+    assert rec["path"] == "seeded"
     if code == 1:
         assert rec["results"]["gcc"]["regressions"][0]["per_patch"]
     from kbuild import build, series, trees
     from bench.measure import kbuildscan
     clone, tip = trees.user_clone(user, base / "work"), rec["tip"]["commit"]
+    # the header's includers, from the dependencies Kbuild recorded at the tip
+    tip_dir = build.scan_dir(clone, tip, "gcc")
+
+    def deps(f):
+        cmd = tip_dir / Path(f).parent / f".{Path(f).stem}.o.cmd"
+        lines = cmd.read_text().splitlines() if cmd.is_file() else []
+        return {os.path.normpath(line.strip(" \\")) for line in lines}
+    includers = {f for f in rows if "../mm/internal.h" in deps(f)}
+    assert 20 < len(includers) < 100, sorted(includers)
+    assert rec["results"]["gcc"]["scan_tip"]["n_measured"] == len(includers)
     ok = sorted(f for f, (a, b) in rows.items() if a and b)
     grown = sorted((f for f in ok if int(rows[f][1]) > int(rows[f][0])),
                    key=lambda f: int(rows[f][0]) - int(rows[f][1]))
+    assert grown and set(grown) <= includers, sorted(set(grown) - includers)
     sample = sorted(set(grown[:5] + ok[::30]))
-    assert len(sample) >= 20 and grown
+    assert len(sample) >= 20
     series.checkout(clone, tip)
     config = build.Config(REPO / "cases/minmax/config.fragment", strict=False)
     fresh = clone / f"ks-{'0' * 12}-gcc"        # of no commit: never a seed's source
