@@ -7,8 +7,7 @@ side (6.1 and 6.12: a scan keeps both cores busy, but QEMU, a 47 MB -E,
 hyperfine runs and git use one, which the other module fills).
 
 Each lane's lines are printed as they come, prefixed with its number,
-and at the end the tests that took the most CPU and each lane's pytest
-summary again with its wall and CPU seconds. The exit code is the first failing lane's (pytest's: 1 tests
+and at the end each lane's pytest summary again with its wall seconds. The exit code is the first failing lane's (pytest's: 1 tests
 failed, 2 interrupted, ...), or 0; with options given, a lane they leave
 without a test is no failure. Every lane runs, also after a failure.
 Each lane is a process group of its own: SIGINT, SIGTERM and SIGHUP are
@@ -64,8 +63,7 @@ class Lanes:
         started = []
         for i, files in enumerate(lanes, first):
             argv = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
-                    f"--basetemp={self.base / f'lane{i}'}", "--durations=15",
-                    f"--cpu-log={self.base / 'cpu.log'}", *self.args,
+                    f"--basetemp={self.base / f'lane{i}'}", "--durations=15", *self.args,
                     *(str(TESTS / f) for f in files)]
             p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True, errors="replace", cwd=TESTS.parent,
@@ -81,31 +79,16 @@ class Lanes:
                 print(f"kexpand: lane {i}: {', '.join(files)}", flush=True)
         ended = {}
         while self.running:
-            pid, status, ru = os.wait4(-1, 0)
+            pid, status = os.waitpid(-1, 0)
             i = self.running.pop(pid, None)
             if i is not None:
-                ended[i] = (os.waitstatus_to_exitcode(status), ru.ru_utime + ru.ru_stime)
+                ended[i] = os.waitstatus_to_exitcode(status)
         for i, files, p, out, t, t0 in started:
             t.join()
-            code, cpu = ended[i]
+            code = ended[i]
             summary = out[-1].strip() if out else "(no output)"
             self.summaries.append((i, code, f"kexpand: lane {i} ({len(files)} files): exit "
-                                   f"{code} in {time.monotonic() - t0:.0f} s, {cpu:.0f} CPU s: "
-                                   f"{summary}"))
-
-    def heaviest(self, n=15):
-        """The tests that took the most CPU seconds (conftest's --cpu-log:
-        pytest's and its children's), where the suite's time goes."""
-        try:
-            rows = [line.split(None, 2) for line in (self.base / "cpu.log").open()]
-        except OSError:
-            return
-        rows.sort(key=lambda r: -float(r[1]))
-        total = sum(float(r[1]) for r in rows)
-        print(f"kexpand: {len(rows)} tests, {total:.0f} CPU s; the {n} heaviest "
-              "(wall s, CPU s):", flush=True)
-        for wall, cpu, name in rows[:n]:
-            print(f"  {float(wall):7.1f} {float(cpu):7.1f}  {name.strip()}", flush=True)
+                                   f"{code} in {time.monotonic() - t0:.0f} s: {summary}"))
 
     def main(self):
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -116,7 +99,6 @@ class Lanes:
                 break
             self.run_phase(first, lanes)
             first += len(lanes)
-        self.heaviest()
         code = 0
         for _i, c, line in self.summaries:
             print(line, flush=True)
