@@ -88,11 +88,7 @@ static struct entry *lookup(uint32_t file, uint64_t line)
 		size_t old = tab_size;
 		struct entry *ot = tab;
 		tab_size = old ? 2 * old : 4096;
-		tab = calloc(tab_size, sizeof(*tab));
-		if (!tab) {
-			fprintf(stderr, "kx-analyze: out of memory\n");
-			exit(2);
-		}
+		tab = kx_table_alloc(tab_size * sizeof(*tab));
 		for (size_t i = 0; i < old; i++) {
 			if (!ot[i].file)
 				continue;
@@ -101,7 +97,7 @@ static struct entry *lookup(uint32_t file, uint64_t line)
 				j = (j + 1) & (tab_size - 1);
 			tab[j] = ot[i];
 		}
-		free(ot);
+		kx_table_free(ot, old * sizeof(*ot));
 	}
 	size_t j = hash(file + 1, line) & (tab_size - 1);
 	while (tab[j].file) {
