@@ -279,7 +279,14 @@ def test_an_interrupt_is_passed_on_as_sigterm_or_waited_out(tmp_path, mode):
     cmd = [PY, "-c", CHILD_TAKES_TERM, str(mark)]
     if mode == "finish":        # ends by itself once interrupted
         cmd[2] = CHILD_TAKES_TERM.replace("while True:\n    signal.pause()", "sys.exit(3)")
-    with pytest.raises(KeyboardInterrupt):
-        proc.run(cmd, check=False, on_interrupt=mode)
+    # Python's own handler, also where the suite was started with SIGINT
+    # ignored (a shell's background job): otherwise the child's SIGINT to
+    # this process would be lost and the child would wait forever
+    was = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            proc.run(cmd, check=False, on_interrupt=mode)
+    finally:
+        signal.signal(signal.SIGINT, was)
     assert (mark.read_text() if mark.exists() else None) == \
         ("SIGTERM" if mode == "term" else None)
