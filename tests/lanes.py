@@ -2,9 +2,10 @@
 """`make test`: the suite as pytest processes two at a time (lanes), one
 per core. First the unit tests, their files dealt into two lanes (they
 wait on many short processes more than they compute: two lanes take
-about half the time of one); then the two integration modules side by
-side (6.1 and 6.12: a scan keeps both cores busy, but QEMU, a 47 MB -E,
-hyperfine runs and git use one, which the other module fills).
+about half the time of one); then the integration modules in two lanes
+(the 6.1 module; the 6.12 module, then the 6.1 boot check): a scan keeps
+both cores busy, but QEMU, a 47 MB -E, hyperfine runs and git use one,
+which the other lane fills.
 
 Each lane's lines are printed as they come, prefixed with its number,
 and at the end each lane's pytest summary again with its wall seconds. The exit code is the first failing lane's (pytest's: 1 tests
@@ -27,14 +28,17 @@ import time
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
-INTEGRATION = ["test_integration.py", "test_integration_612.py"]
+# the integration modules, as the second phase's two lanes run them: the
+# 6.1 module alone (about as long as the other two together)
+INTEGRATION = [["test_integration.py"], ["test_integration_612.py", "test_integration_boot.py"]]
 
 
 def phases():
     """[[lane's files, ...], ...]: the unit files dealt alternately (in
     name order) into two lanes, then one lane per integration module."""
-    units = sorted(p.name for p in TESTS.glob("test_*.py") if p.name not in INTEGRATION)
-    return [[units[0::2], units[1::2]], [[f] for f in INTEGRATION]]
+    modules = [f for lane in INTEGRATION for f in lane]
+    units = sorted(p.name for p in TESTS.glob("test_*.py") if p.name not in modules)
+    return [[units[0::2], units[1::2]], INTEGRATION]
 
 
 def _pump(i, stream, out, lock):
