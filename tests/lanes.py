@@ -3,7 +3,7 @@
 per core. First the unit tests, their files dealt into two lanes (they
 wait on many short processes more than they compute: two lanes take
 about half the time of one); then the integration modules in two lanes
-(the 6.1 module; the 6.12 module, then the 6.1 boot check): a scan keeps
+(the 6.1 module; the 6.12 module, then 6.1 timing and boot): a scan keeps
 both cores busy, but QEMU, a 47 MB -E, hyperfine runs and git use one,
 which the other lane fills.
 
@@ -30,7 +30,7 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 # the integration modules, as the second phase's two lanes run them: the
 # 6.1 module alone (about as long as the other two together)
-INTEGRATION = [["test_integration.py"], ["test_integration_612.py", "test_integration_boot.py"]]
+INTEGRATION = [["test_integration.py"], ["test_integration_612.py", "test_integration_time_boot.py"]]
 
 
 def phases():

@@ -1,8 +1,9 @@
-"""Integration: the boot check on the real packaged tree, in a work
-directory of its own: laight-v4's bzImage built with real gcc, booted in
-QEMU (TCG, no network) with the KUnit module, then the fault paths with
-the same kernel. Apart from test_integration.py so that `make test` runs
-it in the other lane, after the 6.12 module (tests/lanes.py)."""
+"""Integration on the real packaged tree, in a work directory of its own:
+times and instruction counts with real gcc and clang, and the boot check
+(laight-v4's bzImage built with gcc, booted in QEMU, TCG, no network,
+with the KUnit module, then the fault paths with the same kernel). Apart
+from test_integration.py so that `make test` runs it in the other lane,
+after the 6.12 module (tests/lanes.py)."""
 import csv
 import json
 import subprocess
@@ -12,6 +13,35 @@ import pytest
 from test_integration import REPO, env, kx  # noqa: F401
 
 pytestmark = pytest.mark.integration
+
+
+def test_timing_gcc_and_clang(env):
+    """-E and -c wall and CPU times, peak RSS and instruction counts, with
+    both compilers, on a small file (the heavy ones would take minutes)."""
+    base, e = env
+    kx(dict(e, RUNS="2"), "bench", "--points", "packaged",
+       "--files", "mm/percpu.c", "--no-boot", "--no-macros")
+    rows = [r for r in csv.DictReader(open(base / "results/summary.csv"))
+            if r["point"] == "packaged"]
+    assert {r["compiler"] for r in rows} == {"gcc", "clang"}
+    for r in rows:
+        assert r["file"] == "mm/percpu.c" and int(r["expanded_bytes"]) > 1_000_000
+        assert float(r["e_time_median_s"]) > 0 and float(r["c_time_median_s"]) > 0
+        assert r["e_runs"] == r["c_runs"] == "2"
+        assert int(r["peak_rss_kb"]) > 10_000
+        assert float(r["c_cpu_median_s"]) > 0 and float(r["e_cpu_median_s"]) > 0
+        # a kernel compile is billions of instructions; -c does all of -E's work
+        assert int(r["c_instructions"]) > int(r["e_instructions"]) > 10 ** 8
+        assert r["instructions_source"] in ("perf", "qemu-tcg")
+    rec = json.load(open(next(p for p in (base / "results").glob("*/clang.json"))))
+    t = rec["files"]["mm/percpu.c"]["time_c"]
+    assert len(t["samples"]["times"]) == len(t["samples"]["cpu"]) == 2
+    # instructions were counted for -E and -c, so they decide and the times
+    # are context: no warmup (timing.choose_warmup)
+    assert t["instructions"] > 10 ** 8 and t["warmup"] == 0
+    assert t["count_slowdown"] > 1
+    assert t["command"].startswith("cd kb-") and " -c -o " in t["command"]
+    assert rec["compiler_version"].startswith(("Debian clang", "clang"))
 
 
 def test_boot_laight_v4_in_qemu(env):
