@@ -1,20 +1,22 @@
 #!/usr/bin/python3
 """`make test`: the suite as pytest processes two at a time (lanes), one
-per core. First the unit tests, their files dealt into two lanes (they
-wait on many short processes more than they compute: two lanes take
-about half the time of one); then the integration modules in two lanes
-(the 6.1 module; the 6.12 module, then 6.1 timing and boot): a scan keeps
-both cores busy, but QEMU, a 47 MB -E, hyperfine runs and git use one,
-which the other lane fills.
+per core. First the unit tests, their files dealt into two lanes (two
+lanes take about half the time of one); then the integration modules in
+two lanes (the 6.1 module; the 6.12 module, then 6.1 timing and boot): a
+scan keeps both cores busy, but QEMU, a 47 MB -E, hyperfine runs and git
+use one, which the other lane fills.
 
-Each lane's lines are printed as they come, prefixed with its number,
-and at the end each lane's pytest summary again with its wall seconds. The exit code is the first failing lane's (pytest's: 1 tests
-failed, 2 interrupted, ...), or 0; with options given, a lane they leave
-without a test is no failure. Every lane runs, also after a failure.
-Each lane is a process group of its own: SIGINT, SIGTERM and SIGHUP are
-passed on to the running lanes' groups once (pytest, the tests' make and
-kexpand runs, their builds), as a terminal sends them, and no later lane
-starts.
+Each lane's lines are printed as they come, prefixed with its number. At
+the end come each lane's pytest summary again with its wall seconds, and
+each phase's wall seconds with the whole machine's CPU meanwhile
+(/proc/stat; busy cores near the machine's count mean that the work, not
+the arrangement of lanes, sets the time). The exit code is the first
+failing lane's (pytest's: 1 tests failed, 2 interrupted, ...), or 0; with
+options given, a lane they leave without a test is no failure. Every
+lane runs, also after a failure. Each lane is a process group of its
+own: SIGINT, SIGTERM and SIGHUP are passed on to the running lanes'
+groups once (pytest, the tests' make and kexpand runs, their builds), as
+a terminal sends them, and no later lane starts.
 
     tests/lanes.py [pytest options]     (e.g. -x, -k NAME, --durations=0)
 """
@@ -47,6 +49,15 @@ def _pump(i, stream, out, lock):
             out.append(line)
             sys.stdout.write(f"[{i}] {line}")
             sys.stdout.flush()
+
+
+def machine_cpu():
+    """(user, system) CPU seconds of the whole machine since it booted
+    (/proc/stat: every process, this suite's and any other's)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    hz = os.sysconf("SC_CLK_TCK")
+    return (v[0] + v[1]) / hz, (v[2] + v[5] + v[6]) / hz
 
 
 class Lanes:
@@ -86,23 +97,30 @@ class Lanes:
             pid, status = os.waitpid(-1, 0)
             i = self.running.pop(pid, None)
             if i is not None:
-                ended[i] = os.waitstatus_to_exitcode(status)
+                ended[i] = (os.waitstatus_to_exitcode(status), time.monotonic())
         for i, files, p, out, t, t0 in started:
             t.join()
-            code = ended[i]
+            code, t1 = ended[i]
             summary = out[-1].strip() if out else "(no output)"
             self.summaries.append((i, code, f"kexpand: lane {i} ({len(files)} files): exit "
-                                   f"{code} in {time.monotonic() - t0:.0f} s: {summary}"))
+                                   f"{code} in {t1 - t0:.0f} s: {summary}"))
 
     def main(self):
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(s, self.pass_on)
         first = 1
-        for lanes in phases():
+        for n, lanes in enumerate(phases(), 1):
             if self.stopped:
                 break
+            t0, c0 = time.monotonic(), machine_cpu()
             self.run_phase(first, lanes)
             first += len(lanes)
+            secs, (user, system) = time.monotonic() - t0, \
+                [b - a for a, b in zip(c0, machine_cpu())]
+            self.summaries.append((0, 0, f"kexpand: phase {n}: {secs:.0f} s; the whole "
+                                   f"machine's CPU meanwhile: {user:.0f} s user, {system:.0f} s "
+                                   f"system, {(user + system) / secs:.2f} of "
+                                   f"{os.cpu_count()} cores busy"))
         code = 0
         for _i, c, line in self.summaries:
             print(line, flush=True)
