@@ -253,6 +253,22 @@ def test_unknown_compiler():
         build.make_args("icc")
 
 
+def test_gcc_builds_name_nm_a_plugin_that_lists_the_same_symbols(tmp_path):
+    """NM= for gcc names binutils' own LTO plugin (so that nm does not load
+    every plugin in /usr/lib/bfd-plugins per object); the symbols it lists
+    of a real object are plain nm's. clang's builds keep LLVM=1's llvm-nm."""
+    [nm] = [a for a in build.make_args("gcc") if a.startswith("NM=")]
+    argv = nm[3:].split()
+    assert argv[:2] == ["nm", "--plugin"] and Path(argv[2]).is_file()
+    (tmp_path / "a.c").write_text("int kx_a(void) { return 1; }\nstatic int b;\n"
+                                  "int *kx_c(void) { return &b; }\n")
+    subprocess.run(["gcc", "-c", "-o", tmp_path / "a.o", tmp_path / "a.c"], check=True)
+    listed = [subprocess.run([*a, "--", tmp_path / "a.o"], capture_output=True, text=True,
+                             check=True).stdout for a in (argv, ["nm"])]
+    assert listed[0] == listed[1] and "T kx_a" in listed[0]
+    assert not any(a.startswith("NM=") for a in build.make_args("clang"))
+
+
 def test_kernel_must_be_a_kernel_git_tree(tmp_path):
     from kbuild import trees
     with pytest.raises(KexpandError, match="no such directory"):
