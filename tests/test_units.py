@@ -4,6 +4,7 @@ Markdown to HTML, directory names for refs, settings validation and the
 Kbuild .cmd reader (both formats, also end to end on the fake tree)."""
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -583,3 +584,26 @@ def test_a_real_difference_is_never_reported_as_the_same():
     assert "same" not in text and "1.000376x" in text and "+1,321 bytes" in text
     assert direction(1.0, 7, 7) == "1x (same)"
     assert "-1 bytes" in direction(round(999_999 / 1_000_000, 6), 1_000_000, 999_999)
+
+
+def test_a_log_line_is_one_write(monkeypatch):
+    """log() and Progress.say() write each line with its newline in one
+    call (print() writes them apart, and two threads' lines ran together)."""
+    from kbuild import util
+
+    class Writes:
+        def __init__(self):
+            self.calls = []
+
+        def write(self, s):
+            self.calls.append(s)
+
+        def flush(self):
+            pass
+
+    w = Writes()
+    monkeypatch.setattr(sys, "stderr", w)
+    util.log("one")
+    util.Progress(stream=w).say("two")
+    assert len(w.calls) == 2 and w.calls[0] == "kexpand: one\n"
+    assert w.calls[1].startswith("kexpand ") and w.calls[1].endswith("s two\n")

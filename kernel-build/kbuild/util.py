@@ -12,6 +12,7 @@ import re
 import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -43,8 +44,20 @@ class KexpandError(Exception):
         return CLASS_EXIT[self.klass]
 
 
+_LINES = threading.Lock()
+
+
+def write_line(stream, line):
+    """One line, in one write and under one lock: print() writes the text
+    and its newline apart, and lines of two threads (make check's details)
+    ran together."""
+    with _LINES:
+        stream.write(line + "\n")
+        stream.flush()
+
+
 def log(text):
-    print(f"kexpand: {text}", file=sys.stderr, flush=True)
+    write_line(sys.stderr, f"kexpand: {text}")
 
 
 # C0 controls but tab and newline, DEL, C1 controls and the bidirectional
@@ -87,7 +100,7 @@ class Progress:
 
     def say(self, text):
         el = time.monotonic() - self.t0
-        print(f"kexpand {el:7.1f}s {text}", file=self.stream, flush=True)
+        write_line(self.stream, f"kexpand {el:7.1f}s {text}")
 
 
 class Split:
