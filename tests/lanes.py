@@ -117,10 +117,11 @@ class Lanes:
             first += len(lanes)
             secs, (user, system) = time.monotonic() - t0, \
                 [b - a for a, b in zip(c0, machine_cpu())]
+            busy = f", {(user + system) / secs:.2f} of {os.cpu_count()} cores busy" \
+                if secs >= 10 else ""          # (a ratio of a few ticks means nothing)
             self.summaries.append((0, 0, f"kexpand: phase {n}: {secs:.0f} s; the whole "
-                                   f"machine's CPU meanwhile: {user:.0f} s user, {system:.0f} s "
-                                   f"system, {(user + system) / secs:.2f} of "
-                                   f"{os.cpu_count()} cores busy"))
+                                   f"machine's CPU meanwhile: {user:.0f} s user, "
+                                   f"{system:.0f} s system{busy}"))
         code = 0
         for _i, c, line in self.summaries:
             print(line, flush=True)
