@@ -37,7 +37,7 @@ INTEGRATION = [["test_integration.py"], ["test_integration_612.py", "test_integr
 
 def phases():
     """[[lane's files, ...], ...]: the unit files dealt alternately (in
-    name order) into two lanes, then one lane per integration module."""
+    name order) into two lanes, then INTEGRATION's two lanes."""
     modules = [f for lane in INTEGRATION for f in lane]
     units = sorted(p.name for p in TESTS.glob("test_*.py") if p.name not in modules)
     return [[units[0::2], units[1::2]], INTEGRATION]

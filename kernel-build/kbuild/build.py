@@ -6,6 +6,7 @@ Build directories sit directly inside the source tree
 path in the commands and in the preprocessor's line markers is relative,
 and expansion bytes do not depend on where the work directory is."""
 import collections
+import functools
 import hashlib
 import re
 import subprocess
@@ -45,9 +46,7 @@ def make_args(compiler, bdir=None):
     return args
 
 
-_NM = {}
-
-
+@functools.cache
 def gnu_nm(compiler):
     """For gcc builds, NM= with binutils' LTO plugin named: without it, nm
     loads every plugin in /usr/lib/bfd-plugins, and LLVM's (Debian's
@@ -57,13 +56,11 @@ def gnu_nm(compiler):
     kernel's objects are not LTO objects for gcc). clang builds (LLVM=1)
     use llvm-nm."""
     if compiler != "gcc":
-        return []
-    if "gcc" not in _NM:
-        p = run(["gcc", "-print-file-name=liblto_plugin.so"], check=False)
-        path = p.stdout.strip() if p.returncode == 0 else ""
-        _NM["gcc"] = [f"NM=nm --plugin {path}"] if path.startswith("/") and \
-            Path(path).is_file() and " " not in path else []
-    return _NM["gcc"]
+        return ()
+    p = run(["gcc", "-print-file-name=liblto_plugin.so"], check=False)
+    path = p.stdout.strip() if p.returncode == 0 else ""
+    ok = path.startswith("/") and " " not in path and Path(path).is_file()
+    return (f"NM=nm --plugin {path}",) if ok else ()
 
 
 def scan_args(compiler):
