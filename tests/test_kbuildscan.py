@@ -204,3 +204,22 @@ def test_a_copy_made_at_other_kconfig_files_is_configured_again(tree):
     series.checkout(t, three)
     kbuildscan.scan(t, three, "gcc", config, 2)
     assert "CONFIG_ONLY_IN_THE_COPY" not in (build.scan_dir(t, three, "gcc") / ".config").read_text()
+
+
+def test_headers_cost_is_measured_on_the_scans_own_files(tree, tmp_path):
+    """make bench-analyzer's headers' cost (measure/headercost.py) samples
+    the scan's own files: every file with every=1, the preprocessor and
+    both analyzer runs paid for, and each file's output the bytes the scan
+    measured; the per-file record it times is the one the scan keeps."""
+    from bench.measure import headercost
+    t, (one, _two), config = tree
+    series.checkout(t, one)
+    a = kbuildscan.scan(t, one, "gcc", config, 2)
+    sdir = build.scan_dir(t, one, "gcc")
+    c = headercost.measure(t, sdir, tmp_path / "scratch", every=1, runs=1)
+    assert c["files_in_scan"] == c["files_sampled"] == a["n_files"] == 2
+    assert c["output_bytes"] == sum(v["bytes"] for v in a["files"].values())
+    assert c["cpp_cpu_s"] > 0 and c["analyze_headers_cpu_s"] > 0 and c["bound"] > 0
+    inc = [json.dumps(v, separators=(",", ":")) for v in a["file_headers"].values()]
+    assert c["record_bytes_per_file"] == round(sum(map(len, inc)) / 2)
+    assert not list((tmp_path / "scratch").iterdir())

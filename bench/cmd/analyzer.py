@@ -1,5 +1,7 @@
 """make bench-analyzer: the throughput of kx-analyze, and its cost next to
-the `gcc -E` it reads (setup.c at laight-v4)."""
+the `gcc -E` it reads (setup.c at laight-v4); then what bytes by header
+(-H and the per-file records) add to a scan (measure/headercost.py, on
+the Kbuild-driven scan of the same point)."""
 import shlex
 import sys
 
@@ -8,7 +10,7 @@ from kbuild.proc import run
 from kbuild.util import KexpandError, atomic_write_json
 
 from .. import results
-from ..measure import timing
+from ..measure import headercost, kbuildscan, timing
 from ..measure.expansion import ANALYZER
 from .inputs import prepared_points
 
@@ -42,13 +44,17 @@ def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"
         pre = timing.hyperfine(kcmd.preprocess_command(argv, "/dev/null"), bdir,
                                runs=2, warmup=0, timeout=3600, box=bdir)
         sample.unlink()
+        sdir, _ = kbuildscan.make_at(tree, commit, "gcc", build.case_config(req, case),
+                                     req.jobs, [kbuildscan.TARGET])
+        req.progress.say(f"headers' cost on every 10th file of {sdir.name}")
+        hcost = headercost.measure(tree, sdir, req.work / "scratch")
     out = {"file": file, "point": point, "commit": commit,
            "bytes": size, "analyzer_median_s": ana["median_s"],
            "analyzer_mb_per_s": round(size / ana["median_s"] / 1e6, 1),
            "cat_median_s": cat["median_s"],
            "preprocess_median_s": pre["median_s"],
            "analysis_over_preprocess": round(ana["median_s"] / pre["median_s"], 5),
-           "analyzer": ana, "cat": cat, "preprocess": pre,
+           "analyzer": ana, "cat": cat, "preprocess": pre, "headers_cost": hcost,
            "cpu": results.cpu_model(), "command": shlex.join(sys.argv)}
     atomic_write_json(req.results / "analyzer.json", out)
     print(f"kx-analyze: {size:,} bytes in {ana['median_s']:.3f} s (median of "
@@ -56,4 +62,10 @@ def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"
           f"cat: {cat['median_s']:.3f} s; gcc -E of the same file: "
           f"{pre['median_s']:.1f} s; analysis adds "
           f"{out['analysis_over_preprocess']:.2%} to -E")
+    print(f"bytes by header: {hcost['files_sampled']} of {hcost['files_in_scan']} files of "
+          f"the scan: -E {hcost['cpp_cpu_s']:.1f} CPU s, kx-analyze "
+          f"{hcost['analyze_cpu_s']:.2f} s, with -H {hcost['analyze_headers_cpu_s']:.2f} s, "
+          f"records {hcost['record_cpu_s']:.2f} s: a scan costs at most "
+          f"{hcost['bound'] - 1:+.2%} for them; {hcost['record_bytes_per_file']:,} B of "
+          "header record per file")
     return 0
