@@ -31,7 +31,8 @@ NIPA_TEST = REPO / "ci/nipa/kexpand-expansion"
 B4 = REPO / "bin/kexpand-b4-check"
 
 
-def nipa(tree, result_dir, env, branch, first_in_series=None, name="kexpand-expansion"):
+def nipa(tree, result_dir, env, branch, first_in_series=None, name="kexpand-expansion",
+         timeout=600):
     """NIPA's Test._exec_run, step by step: (retcode, stdout, desc)."""
     info = json.loads((NIPA_TEST / "info.json").read_text())
     run = list(info["run"])
@@ -44,7 +45,7 @@ def nipa(tree, result_dir, env, branch, first_in_series=None, name="kexpand-expa
         add["FIRST_IN_SERIES"] = str(int(first_in_series))
     os.makedirs(add["RESULTS_DIR"], exist_ok=True)     # Test.exec makes it first
     p = subprocess.run(run, cwd=tree, env=dict(env, **add), pass_fds=[wfd],
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=timeout)
     os.close(wfd)
     with os.fdopen(rfd) as f:
         desc = f.read()
