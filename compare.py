@@ -13,7 +13,8 @@ Series output, per compiler CC in the records:
   results/expansion.md, boot.{md,csv}, conformance.{md,csv}, macros.{md,csv},
   results/plots/flame-FILE-N-POINT.svg (each focus file's hottest line, clang)
 Pair output (results/compare/A..B/): report.md, compare.csv, bytes-CC.*,
-c-time-CC.*. Scan output (results/scan/A..B/): ranking.md, growth.*.
+c-time-CC.*. Scan output (results/scan/A..B/): ranking.md, growth.*,
+headers.md, headers.*, headers.html (plots/headerpage.py).
 Tracks (results/track/NAME/): index.html, graphs/*.svg, c/COMMIT.html. Every
 mode ends with results/index.html, results/pages/, each report's index.html.
 Imports: bench.results (the results/ contract), bench.stats, plots/."""
@@ -30,7 +31,7 @@ from bench import verdict                              # noqa: E402
 from kbuild import settings                            # noqa: E402
 from kbuild.util import (KexpandError, log,  # noqa: E402
                          main_wrapper, read_json)
-from plots import headers, macros, page, regression, tables  # noqa: E402
+from plots import headerpage, headers, macros, page, regression, tables  # noqa: E402
 from plots.reports import write_check_reports          # noqa: E402
 from plots import sweep as sweep_report                # noqa: E402
 from bench.measure import headerbuild as hdr           # noqa: E402
@@ -185,6 +186,10 @@ def write_scan_report(results, outdir):
         bench.results.write_report(outdir / "headers.md", headers.markdown(pair, d, sb["headers"]))
         regression.header_bars(headers.by_directory(sb["headers"]), headers.grew_most(d),
                                outdir / "headers", headers.title(pair))
+    if sb.get("headers"):       # the page: both builds, or B's alone
+        headerpage.write_page(results, outdir, pair, sa.get("headers"), sb["headers"])
+    else:
+        (outdir / "headers.html").unlink(missing_ok=True)
     ratios = [r["growth_ratio"] for r in rows if r["growth_ratio"]]
     if ratios:
         regression.growth_histogram(

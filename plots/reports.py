@@ -41,12 +41,12 @@ def _num(v, kind=float):
         return None
 
 
-def report_html(results, d, md_name, title, plots, data, trail):
+def report_html(results, d, md_name, title, plots, data, trail, extra=""):
     """Write d/index.html: the report's Markdown (its heading is the page's),
-    its plots above it, its data files below."""
+    its plots and `extra` (HTML) above it, its data files below."""
     path = d / PAGE
     h1, body = split_h1(md_to_html((d / md_name).read_text()))
-    body = figures(path, plots, row=len(plots) > 1) + body + \
+    body = figures(path, plots, row=len(plots) > 1) + extra + body + \
         file_links(path, [d / n for n in data])
     write(path, page(results, path, text_of(h1) if h1 else title, body, trail, h1=h1))
     return path
@@ -99,10 +99,14 @@ def scans(results):
     for d in sorted(p for p in (results / "scan").glob("*") if p.is_dir()):
         if not report_page(d, "ranking.md"):
             continue
+        hp = d / "headers.html"
         p = report_html(results, d, "ranking.md", d.name, sorted(d.glob("*.png")),
                         ["ranking.csv", "ranking.md", "pair.json"]
-                        + (["headers.md"] if (d / "headers.md").exists() else []),
-                        [("scans", lst)])
+                        + [n for n in ("headers.md", "headers-files.json")
+                           if (d / n).exists()], [("scans", lst)],
+                        f"<p>Bytes by header, header by header: "
+                        f"{link(d / PAGE, hp, 'headers.html')} (charts linked to each "
+                        "header's files and include entries).</p>" if hp.exists() else "")
         rk = _csv(d / "ranking.csv")
         top = rk[0] if rk else None
         note = (f"{len(rk):,} files; most growth: {top['file']} "

@@ -149,13 +149,15 @@ def tick_labels(values, unit=""):
     """The axis labels of tick values: one SI prefix (the largest value's)
     and as many decimals as it takes for every label to differ (3.5130 MB,
     3.5133 MB, ... where four significant digits would print 3.513 MB
-    four times)."""
+    four times) and to be its value (0.25 kB, not 0.2 kB)."""
     top = max((abs(v) for v in values), default=0)
     s, div = next(((s, d) for s, d in (("G", 1e9), ("M", 1e6), ("k", 1e3)) if top >= d),
                   ("", 1))
     for decimals in range(0, 10):
         labels = [f"{v / div:.{decimals}f}{s}{unit}" for v in values]
-        if len(set(labels)) == len(labels):
+        exact = all(abs(round(v / div, decimals) * div - v) <= 1e-9 * max(top, 1)
+                    for v in values)
+        if len(set(labels)) == len(labels) and exact:
             return labels
     return labels
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bench.results import read_json
 
-from . import track
+from . import headergraph, track
 from .htmlkit import esc, file_links, href, link, page, write
 from .reports import compare_page
 from .sections import section_path
@@ -167,6 +167,16 @@ def write_track(results, d):
         written.add(g)
         toc.append(f'<a href="#{s}">{esc(f)}: {esc(m)} ({esc(cc)})</a>')
         parts.append(graph_html(index, t, cc, f, m, s, g, ch, targets, pages))
+    for cc in t["compilers"]:        # SCAN=1: a few headers' own bytes
+        ser = headergraph.series(t, cc)
+        if not ser:
+            continue
+        s = headergraph.name(cc)
+        g = write(gdir / f"{s}.svg", headergraph.svg(t, cc, ser, {
+            k: v for k, v in changes.items() if track.applies(v, cc, t["compilers"])}))
+        written.add(g)
+        toc.append(f'<a href="#{s}">headers: own bytes ({esc(cc)})</a>')
+        parts.append(headers_html(index, t, cc, s, g, len(ser)))
     for old in list(gdir.glob("*.svg")) + list((d / "c").glob("*.html")):
         if old not in written and old not in pages.values():
             old.unlink()
@@ -227,6 +237,21 @@ def graph_html(index, t, cc, f, m, s, g, ch, targets, pages):
                    "<th>before</th><th>after</th><th>ratio</th><th>z</th><th></th></tr>"
                    + "".join(rows) + "</table>")
     return "\n".join(out)
+
+
+def headers_html(index, t, cc, s, g, n):
+    """The headers graph, embedded like the others (its own height)."""
+    rule = ((t.get("headers") or {}).get(cc) or {}).get("rule")
+    csv = index.parent / f"headers-{cc}.csv"
+    return "\n".join([
+        f'<h2 id="{s}">Headers: own bytes over the build ({esc(cc)})</h2>',
+        f"<p>The own bytes over the whole build of {n} headers at every commit "
+        f"(<code>SCAN=1</code>): {esc(str(rule or ''))}. The legend gives each one's "
+        "bytes at the first and the last commit"
+        + (f", {link(index, csv, csv.name)} every value" if csv.exists() else "") + ".</p>",
+        f'<iframe class="graph" loading="lazy" src="{href(index, g)}" style="aspect-ratio:'
+        f'{track.W}/{headergraph.height(n)}" title="headers {esc(cc)}"></iframe>',
+        f'<p class="li">{link(index, g, "open the graph")}</p>'])
 
 
 def undrawn_compares(results):

@@ -524,3 +524,6 @@ def test_track_axis_labels_differ_however_close_the_values():
     assert len(set(labels)) == len(labels) > 2, labels
     assert all(lab.endswith("MB") for lab in labels)
     assert tick_labels([0, 500, 1000], "B") == ["0.0kB", "0.5kB", "1.0kB"]
+    # each label is its value: 250 is 0.25kB, never 0.2kB
+    assert tick_labels([0, 250, 500, 750, 1000], "B") == [
+        "0.00kB", "0.25kB", "0.50kB", "0.75kB", "1.00kB"]

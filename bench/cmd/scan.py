@@ -1,7 +1,8 @@
 """make scan: every C file a point's build compiles, its exact command,
 -E through the analyzer (measure/scanpoint.py). With A and B:
-results/scan/<A>..<B>/ranking.csv and pair.json; compare.py draws
-ranking.md and the growth plot from them."""
+results/scan/<A>..<B>/ranking.csv, pair.json and headers-files.json (the
+files of the headers its headers page shows, from the cache's per-file
+records); compare.py draws ranking.md, the plots and the pages from them."""
 import shlex
 import sys
 from pathlib import Path
@@ -10,6 +11,8 @@ from kbuild import workdir
 from kbuild.util import KexpandError, atomic_write, atomic_write_json, log
 
 from .. import results
+from ..measure import headerfiles
+from ..measure.cache import Cache
 from ..measure.scanpoint import scan_points
 from .inputs import open_tree, select
 
@@ -60,10 +63,26 @@ def cmd_scan(req, case):
             "record": f"scan-{cc}{results.config_tag(req.config_base, req.kconfig)}",
             "package": package, "top": req.top, "focus": [f for f, _ in case.focus],
             "command": shlex.join(sys.argv), "identity": results.identity(req, files=False)})
+        write_header_files(req, out, scans[req.a], scans[req.b], cc)
         if req.write_focus:
             write_focus_list(req, rows, cc)
     print(out)
     return 0
+
+
+def write_header_files(req, out, scan_a, scan_b, cc):
+    """headers-files.json: for the headers the report's headers page draws,
+    the files that include them, from the per-file records in the cache
+    (measure/headerfiles.py); none when B's scan has no bytes by header."""
+    if not scan_b.get("headers"):
+        (out / "headers-files.json").unlink(missing_ok=True)
+        return
+    cache = Cache(req.work)
+    key_a, key_b = (cache.scan_key(s["commit"], cc, s["compiler_version"], s["config_hash"])
+                    if s.get("headers") else None for s in (scan_a, scan_b))
+    atomic_write_json(out / "headers-files.json", headerfiles.extract(
+        cache, key_a, key_b, scan_a.get("headers"), scan_b["headers"],
+        (scan_a["commit"], scan_b["commit"])))
 
 
 def write_focus_list(req, rows, cc):

@@ -6,7 +6,8 @@ Which commits: the first-parent commits of the range (A..B: A and every
 commit after it up to B; one ref: the last MAX_COMMITS up to it), every
 EVERY-th, always both ends. What: each focus file's -E bytes and longest
 line and the instruction count of its -c (per compiler), and with SCAN=1
-the whole build's total -E bytes. Every measurement is cached by commit,
+the whole build's total -E bytes and the own bytes of a few headers
+(measure/trackheaders.py). Every measurement is cached by commit,
 so a nightly run pays only for the new commits, and an interrupted one
 resumes. One build dir per compiler rolls through the history (renamed
 from commit to commit, never copied: builddir.seed's move_from). With
@@ -24,7 +25,7 @@ from kbuild.gitops import git
 from kbuild.util import KexpandError, atomic_write_json, log, read_json
 
 from .. import history, results
-from ..measure import icount, trackvalues
+from ..measure import icount, trackheaders, trackvalues
 from ..measure.changed_lines import write_changed_lines
 from ..measure.point import measure_commits, measure_point, pair_timings
 from ..measure.scanpoint import scan_points
@@ -112,7 +113,12 @@ def cmd_track(req, case):
             k = known.get(c["commit"])
             c.update({x: k[x] for x in ("setup", "values", "total_bytes") if x in k}
                      if k else values[c["commit"]])
+        # the own bytes of a few headers per commit, from the cached scans
+        heads = trackheaders.attach(req.work, commits, ccs, out / "track.json") \
+            if req.scan else None
         rec = record(req, case, name, repo, package, commits, files, ccs, ident)
+        if heads is not None:
+            rec["headers"] = heads
         predraw_compares(req, case, tree, repo, package, rec)
         write(out, rec, files, ccs)
     n = len(rec["interesting"])
@@ -280,7 +286,8 @@ def write(out, rec, files, ccs):
     """track.json, a CSV per metric and compiler, interesting.md; the CSV
     of a metric or compiler no longer tracked is removed."""
     atomic_write_json(out / "track.json", rec)
-    now = {f"{m}-{cc}.csv" for m in rec["metrics"] for cc in ccs}
+    now = {f"{m}-{cc}.csv" for m in list(rec["metrics"]) + ["headers"] * ("headers" in rec)
+           for cc in ccs}
     for p in out.glob("*.csv"):
         if p.name not in now and re.fullmatch(r"[a-z_]+-[a-z]+\.csv", p.name):
             log(f"removed {p.name}: a metric or compiler no longer tracked")
@@ -292,6 +299,11 @@ def write(out, rec, files, ccs):
             rows = [dict({"commit": c["commit"], "date": c["date"], "subject": c["subject"]},
                          **{f: _value(c, cc, f, m) for f in cols[3:]}) for c in rec["commits"]]
             results.write_report(out / f"{m}-{cc}.csv", results.csv_text(cols, rows))
+    for cc, h in (rec.get("headers") or {}).items():
+        rows = [dict({"commit": c["commit"], "date": c["date"], "subject": c["subject"]},
+                     **((c.get("header_own") or {}).get(cc) or {})) for c in rec["commits"]]
+        results.write_report(out / f"headers-{cc}.csv", results.csv_text(
+            ["commit", "date", "subject"] + h["names"], rows))
     lines = [f"# Interesting changes: {rec['name']} ({rec['range']})", ""]
     if not rec["interesting"]:
         lines.append("None: every change stayed within its noise and floor.")
