@@ -6,6 +6,7 @@ test_integration.py."""
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -190,6 +191,10 @@ def test_bad_patch_and_build_failure_do_not_stop_the_run(fake):
     assert "0003-stale.patch does not apply at include/linux/minmax.h hunk #1" in p.stderr
     assert "Traceback" not in p.stderr
     assert p.returncode == 3, p.stderr        # build failure outranks user error
+    # every step line's count within its total, the commits between the
+    # points ("after"'s first two patches) counted in it
+    steps = [tuple(map(int, m)) for m in re.findall(r"\[(\d+)/(\d+)\]", p.stderr)]
+    assert steps and all(n <= total for n, total in steps), steps
     rows = {(r.split(",")[0], r.split(",")[3]): r.split(",")
             for r in (base / "results/summary.csv").read_text().splitlines()[1:]}
     # the other points are measured

@@ -121,6 +121,7 @@ def measure_series_line(req, case, tree, todo, files, package):
     steps = [(n, c) for n, c, _, point in line if not point]
     if steps:
         req.progress.say(f"every commit between the points: {len(steps)} more (gcc)")
+        req.progress.total += len(steps)        # (a step each: [n/total] stays true)
         measure_commits(req, case, tree, steps, files, package, timed=False,
                         attribute=not req.no_macros, compilers=["gcc"])
     return [{"name": n, "commit": c, "subject": s, "point": point}
