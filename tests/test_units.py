@@ -607,3 +607,28 @@ def test_a_log_line_is_one_write(monkeypatch):
     util.Progress(stream=w).say("two")
     assert len(w.calls) == 2 and w.calls[0] == "kexpand: one\n"
     assert w.calls[1].startswith("kexpand ") and w.calls[1].endswith("s two\n")
+
+
+def test_a_scans_per_file_header_records_are_kept_packed(tmp_path, capsys):
+    """scanfiles.keep() writes the per-file header records gzip'd (a
+    defconfig point's were 183 MB as indented JSON); file_headers() reads
+    them back equal, still reads an entry of the old kind, and a damaged
+    one is missing (measured again), with a warning naming it."""
+    import gzip
+    from bench.measure import scanfiles
+    from bench.measure.cache import Cache
+    cache = Cache(tmp_path)
+    inc = {f"dir/f{i}.c": {"v": 1, "bytes": 1000 + i, "names": [f"dir/f{i}.c", "a.h"] * 50}
+           for i in range(200)}
+    scan = {"files": {f: {"status": "ok"} for f in inc}, "file_headers": inc}
+    assert scanfiles.keep(cache, "k1", scan) == inc and "file_headers" not in scan
+    packed = tmp_path / "cache/k1-headers.json.gz"
+    assert packed.exists() and not (tmp_path / "cache/k1-headers.json").exists()
+    assert scanfiles.file_headers(cache, "k1") == inc
+    cache.put("k2-headers", inc)                     # as kept before
+    plain = (tmp_path / "cache/k2-headers.json").stat().st_size
+    assert scanfiles.file_headers(cache, "k2") == inc
+    assert packed.stat().st_size * 6 < plain
+    packed.write_bytes(gzip.compress(b"{not json")[:-4])
+    assert scanfiles.file_headers(cache, "k1") == {}
+    assert "k1-headers.json.gz is unreadable" in capsys.readouterr().err

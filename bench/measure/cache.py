@@ -2,11 +2,13 @@
 measurement, keyed by (commit, compiler + version, config hash, file,
 kind, setting). One key function per kind, so every stage that reuses a
 measurement builds the same key."""
+import gzip
 import hashlib
 import json
+import zlib
 from pathlib import Path
 
-from kbuild.util import atomic_write_json, log, read_json
+from kbuild.util import atomic_write, atomic_write_json, log, read_json
 
 # Bump when what a kind measures changes: its cached values are then stale.
 ANALYZER_VERSION = "2"
@@ -98,5 +100,27 @@ class Cache:
 
     def put(self, key, value):
         atomic_write_json(self.dir / f"{key}.json", value)
+
+    def put_packed(self, key, value):
+        """A large value (a scan's per-file header records: about 180 MB
+        as put() writes it for a defconfig point): compact JSON, gzip'd,
+        in <key>.json.gz, about a sixth of that."""
+        atomic_write(self.dir / f"{key}.json.gz", gzip.compress(
+            json.dumps(value, separators=(",", ":")).encode(), 6))
+
+    def get_packed(self, key, shape=dict):
+        """What put_packed() wrote (or put(), before it), like get()."""
+        p = self.dir / f"{key}.json.gz"
+        if not p.exists():
+            return self.get(key, shape)
+        try:
+            v = json.loads(gzip.decompress(p.read_bytes()))
+        except (OSError, EOFError, ValueError, zlib.error) as e:
+            log(f"warning: cache entry {p} is unreadable ({e}); measuring again")
+            return None
+        if not isinstance(v, shape):
+            log(f"warning: cache entry {p} has the wrong shape; measuring again")
+            return None
+        return v
 
 

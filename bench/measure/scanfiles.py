@@ -112,14 +112,14 @@ def keep(cache, key, scan):
     inc = scan.pop("file_headers", None)
     if cacheable(scan):
         if inc is not None:
-            cache.put(f"{key}-headers", inc)
+            cache.put_packed(f"{key}-headers", inc)
         cache.put(key, scan)
     return inc
 
 
 def file_headers(cache, key):
     """{file: headers.record} of the scan cached under `key` ({} if none)."""
-    return cache.get(f"{key}-headers") or {}
+    return cache.get_packed(f"{key}-headers") or {}
 
 
 
