@@ -18,7 +18,7 @@ from kbuild import kcmd, sandbox
 from kbuild.proc import run
 from kbuild.util import KexpandError
 
-from . import headers, scanfiles
+from . import headers, kbuildscan, scanfiles
 from .expansion import ANALYZER
 
 
@@ -56,27 +56,27 @@ def measure(tree, sdir, scratch, every=10, runs=3):
     i_file = scratch / "headercost-sample.i"
     try:
         for rel, argv in sample:
-            c0 = _children_cpu()
             with open(i_file, "wb") as f:
                 run(sandbox.wrap(kcmd.preprocess_command(argv), sdir), cwd=sdir, stdout=f,
                     what=f"preprocessing {rel}", klass="build")
-            sums["cpp_cpu_s"] += _children_cpu() - c0
+            rec = json.loads(kbuildscan.record_path(sdir, kcmd.output_file(argv)).read_text())
+            sums["cpp_cpu_s"] += rec.get("cpp_cpu_s") or 0.0
             out_bytes += i_file.stat().st_size
             plain, _ = _analyzer(i_file, [], runs)
             with_h, out = _analyzer(i_file, ["-H"], runs)
             a = json.loads(out)
             t0 = time.process_time()
-            rec = headers.record(a)
+            inc = headers.record(a)
             sums["record_cpu_s"] += time.process_time() - t0
             sums["analyze_cpu_s"] += plain
             sums["analyze_headers_cpu_s"] += with_h
-            record_bytes += len(json.dumps(rec, separators=(",", ":")))
+            record_bytes += len(json.dumps(inc, separators=(",", ":")))
     finally:
         i_file.unlink(missing_ok=True)
+    sums = {k: round(v, 3) for k, v in sums.items()}     # (the bound: from these)
     without = sums["cpp_cpu_s"] + sums["analyze_cpu_s"]
     with_headers = sums["cpp_cpu_s"] + sums["analyze_headers_cpu_s"] + sums["record_cpu_s"]
     return {"files_in_scan": len(files), "files_sampled": len(sample), "every": every,
-            "runs": runs, "output_bytes": out_bytes,
-            **{k: round(v, 3) for k, v in sums.items()},
+            "runs": runs, "output_bytes": out_bytes, **sums,
             "bound": round(with_headers / without, 4) if without else None,
             "record_bytes_per_file": round(record_bytes / len(sample)) if sample else 0}
