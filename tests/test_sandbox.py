@@ -229,3 +229,16 @@ def test_path_shows_a_toolchain_dir_but_never_tmp_or_the_work_dir(box):
                                     "echo x > /tmp/t && echo tmp-writable"], mine,
                                     env=env), capture_output=True, text=True, timeout=60)
     assert p.stdout.split() == ["cross", "tree", "tmp-writable"], p.stdout + p.stderr
+
+
+def test_a_sandboxed_preprocessors_cpu_is_its_own(box):
+    """expansion.analyze's cpp_cpu_s is the CPU of the command in the box
+    (the ICOUNT_CAP estimate), not bwrap's: bwrap's reaper waits for the
+    command, so wait4() of bwrap saw about 3 ms whatever ran inside."""
+    from bench.measure import expansion
+    _base, _tree, mine, _other, _outside = box
+    burn = ["sh", "-c", "i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done; echo 'int x;'"]
+    a, secs = expansion.analyze(burn, mine)
+    assert a["bytes"] == len("int x;\n")
+    assert a["cpp_cpu_s"] > 0.1 and a["cpp_cpu_s"] <= secs * 1.5, (a["cpp_cpu_s"], secs)
+    assert not list(mine.glob(".kx-cpu-*"))

@@ -2,7 +2,9 @@
 analyzer (bench/tools/kx-analyze), never through a temporary file; the
 bytes, lines, longest line and hottest source lines of the output."""
 import json
+import os
 import shlex
+import threading
 import time
 from pathlib import Path
 
@@ -18,18 +20,30 @@ TOP_LINES = 5
 def analyze(cmd, cwd, top=TOP_LINES, headers=False):
     """Run a preprocess command into the C analyzer through a pipe (never
     a temporary file). Returns (analysis, seconds); analysis["cpp_cpu_s"]
-    is the preprocessor's CPU time (wait4). headers: the analyzer's -H
+    is the preprocessor's CPU time. headers: the analyzer's -H
     (every byte by the file it came from, and the include entries). The
     preprocessor failing is a 'build' error (the code under test); the
-    analyzer, 'infra'."""
+    analyzer, 'infra'. cpp_cpu_s is /usr/bin/time's (user + system, to
+    10 ms), measured where the command runs."""
     if not ANALYZER.exists():
         raise KexpandError(f"{ANALYZER} missing: run 'make -C {REPO} "
                            "bench/tools/kx-analyze'", "infra")
+    # The preprocessor's CPU, taken inside the sandbox: bwrap's own reaper
+    # waits for the command, so wait4() of bwrap sees none of its CPU.
+    cpu_file = Path(cwd) / f".kx-cpu-{os.getpid()}-{threading.get_ident()}"
+    timed = ["/usr/bin/time", "-q", "-f", "%U %S", "-o", str(cpu_file), *cmd]
     t0 = time.monotonic()
-    out, aerr, prc, perr, arc, cpu = pipe(sandbox.wrap(cmd, cwd), [str(ANALYZER), "-n",
-                                                                 str(top)]
-                                          + (["-H"] if headers else []), cwd)
-    secs = time.monotonic() - t0
+    try:
+        out, aerr, prc, perr, arc, cpu = pipe(sandbox.wrap(timed, cwd),
+                                              [str(ANALYZER), "-n", str(top)]
+                                              + (["-H"] if headers else []), cwd)
+        secs = time.monotonic() - t0
+        try:
+            cpu = sum(float(x) for x in cpu_file.read_text().split()[-2:])
+        except (OSError, ValueError):
+            pass        # (killed before time wrote it: wait4's figure)
+    finally:
+        cpu_file.unlink(missing_ok=True)
     if prc != 0:
         tail = "\n".join(perr.decode(errors="replace").splitlines()[-15:])
         raise KexpandError(f"preprocessing failed (exit {prc}): "
