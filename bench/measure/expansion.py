@@ -2,9 +2,8 @@
 analyzer (bench/tools/kx-analyze), never through a temporary file; the
 bytes, lines, longest line and hottest source lines of the output."""
 import json
-import os
 import shlex
-import threading
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,21 +28,22 @@ def analyze(cmd, cwd, top=TOP_LINES, headers=False):
         raise KexpandError(f"{ANALYZER} missing: run 'make -C {REPO} "
                            "bench/tools/kx-analyze'", "infra")
     # The preprocessor's CPU, taken inside the sandbox: bwrap's own reaper
-    # waits for the command, so wait4() of bwrap sees none of its CPU.
-    cpu_file = Path(cwd) / f".kx-cpu-{os.getpid()}-{threading.get_ident()}"
-    timed = ["/usr/bin/time", "-q", "-f", "%U %S", "-o", str(cpu_file), *cmd]
-    t0 = time.monotonic()
-    try:
-        out, aerr, prc, perr, arc, cpu = pipe(sandbox.wrap(timed, cwd),
+    # waits for the command, so wait4() of bwrap sees none of its CPU. The
+    # figure goes to a private dir of kexpand's (never the build dir, where
+    # the code under test could have put a fifo or a link by that name).
+    with tempfile.TemporaryDirectory(prefix="kx-cpu-") as tmp:
+        cpu_file = Path(tmp) / "cpu"
+        timed = ["/usr/bin/time", "-q", "-f", "%U %S", "-o", str(cpu_file), *cmd]
+        t0 = time.monotonic()
+        out, aerr, prc, perr, arc, cpu = pipe(sandbox.wrap(timed, cwd, rw=[tmp]),
                                               [str(ANALYZER), "-n", str(top)]
                                               + (["-H"] if headers else []), cwd)
         secs = time.monotonic() - t0
         try:
-            cpu = sum(float(x) for x in cpu_file.read_text().split()[-2:])
+            if cpu_file.is_file() and not cpu_file.is_symlink():
+                cpu = sum(float(x) for x in cpu_file.read_text()[:200].split()[-2:])
         except (OSError, ValueError):
             pass        # (killed before time wrote it: wait4's figure)
-    finally:
-        cpu_file.unlink(missing_ok=True)
     if prc != 0:
         tail = "\n".join(perr.decode(errors="replace").splitlines()[-15:])
         raise KexpandError(f"preprocessing failed (exit {prc}): "
