@@ -242,3 +242,21 @@ def test_a_sandboxed_preprocessors_cpu_is_its_own(box):
     assert a["bytes"] == len("int x;\n")
     assert a["cpp_cpu_s"] > 0.1 and a["cpp_cpu_s"] <= secs * 1.5, (a["cpp_cpu_s"], secs)
     assert not list(mine.iterdir())         # (nothing of it in the build dir)
+
+
+def test_the_cpu_figure_is_read_as_a_small_regular_file(tmp_path):
+    """What the box wrote for /usr/bin/time is read as a regular file of at
+    most 256 bytes: a fifo, a link or junk gives wait4's figure, without
+    blocking or reading on."""
+    from bench.measure.expansion import _time_cpu
+    f = tmp_path / "cpu"
+    f.write_text("0.50 0.25\n")
+    assert _time_cpu(f, 9.0) == 0.75
+    f.write_text("")
+    assert _time_cpu(f, 9.0) == 9.0
+    f.write_text("x" * 10_000_000 + " 1 2")
+    assert _time_cpu(f, 9.0) == 9.0
+    os.mkfifo(tmp_path / "fifo")
+    assert _time_cpu(tmp_path / "fifo", 9.0) == 9.0
+    (tmp_path / "link").symlink_to(f)
+    assert _time_cpu(tmp_path / "link", 9.0) == 9.0

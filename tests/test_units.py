@@ -632,3 +632,6 @@ def test_a_scans_per_file_header_records_are_kept_packed(tmp_path, capsys):
     packed.write_bytes(gzip.compress(b"{not json")[:-4])
     assert scanfiles.file_headers(cache, "k1") == {}
     assert "k1-headers.json.gz is unreadable" in capsys.readouterr().err
+    assert not packed.exists()
+    cache.put("k1", {"files": {}})      # its scan: forgotten, so made again, records and all
+    assert scanfiles.file_headers(cache, "k1") == {} and cache.get("k1") is None

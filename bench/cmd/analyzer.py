@@ -66,6 +66,6 @@ def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"
           f"the scan: -E {hcost['cpp_cpu_s']:.1f} CPU s, kx-analyze "
           f"{hcost['analyze_cpu_s']:.2f} s, with -H {hcost['analyze_headers_cpu_s']:.2f} s, "
           f"records {hcost['record_cpu_s']:.2f} s: a scan costs at most "
-          f"{hcost['bound'] - 1:+.2%} for them; {hcost['record_bytes_per_file']:,} B of "
-          "header record per file")
+          + (f"{hcost['bound'] - 1:+.2%}" if hcost["bound"] else "(no CPU measured)")
+          + f" for them; {hcost['record_bytes_per_file']:,} B of header record per file")
     return 0

@@ -12,6 +12,9 @@ from kbuild.util import atomic_write, atomic_write_json, log, read_json
 
 # Bump when what a kind measures changes: its cached values are then stale.
 ANALYZER_VERSION = "2"
+# An expansion entry's own version: 2 since its cpp_cpu_s (the ICOUNT_CAP
+# estimate) is taken inside the sandbox (before: bwrap's own few ms).
+EXPAND_VERSION = "2"
 # Scans of version 1 could keep the wrong one of a C file built into two
 # objects (scanfiles.one_per_file); version 2 kept one hot line, version 3
 # keeps five (make check reports them) and a failing file's error, version
@@ -42,7 +45,8 @@ class Cache:
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
 
     def expand_key(self, commit, cc, ccver, chash, f):
-        return self._key(commit, cc, ccver, chash, f, "expand", ANALYZER_VERSION)
+        return self._key(commit, cc, ccver, chash, f, "expand", ANALYZER_VERSION,
+                         EXPAND_VERSION)
 
     def group_time_key(self, commits, cc, ccver, chash, f, runs):
         """One file's interleaved runs at a group of commits (bench/cost.py)."""
@@ -101,6 +105,11 @@ class Cache:
     def put(self, key, value):
         atomic_write_json(self.dir / f"{key}.json", value)
 
+    def drop(self, key):
+        """Forget a value (put's or put_packed's): it is measured again."""
+        for p in (self.dir / f"{key}.json", self.dir / f"{key}.json.gz"):
+            p.unlink(missing_ok=True)
+
     def put_packed(self, key, value):
         """A large value (a scan's per-file header records: about 180 MB
         as put() writes it for a defconfig point): compact JSON, gzip'd,
@@ -116,7 +125,8 @@ class Cache:
         try:
             v = json.loads(gzip.decompress(p.read_bytes()))
         except (OSError, EOFError, ValueError, zlib.error) as e:
-            log(f"warning: cache entry {p} is unreadable ({e}); measuring again")
+            log(f"warning: cache entry {p} is unreadable ({e}); removed")
+            p.unlink(missing_ok=True)
             return None
         if not isinstance(v, shape):
             log(f"warning: cache entry {p} has the wrong shape; measuring again")

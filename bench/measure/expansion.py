@@ -2,7 +2,9 @@
 analyzer (bench/tools/kx-analyze), never through a temporary file; the
 bytes, lines, longest line and hottest source lines of the output."""
 import json
+import os
 import shlex
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -28,22 +30,19 @@ def analyze(cmd, cwd, top=TOP_LINES, headers=False):
         raise KexpandError(f"{ANALYZER} missing: run 'make -C {REPO} "
                            "bench/tools/kx-analyze'", "infra")
     # The preprocessor's CPU, taken inside the sandbox: bwrap's own reaper
-    # waits for the command, so wait4() of bwrap sees none of its CPU. The
-    # figure goes to a private dir of kexpand's (never the build dir, where
-    # the code under test could have put a fifo or a link by that name).
+    # waits for the command, so wait4() of bwrap sees none of its CPU. Only
+    # the one file is bound into the box (it can write the file, never add
+    # or swap entries), in a private dir of kexpand's, never the build dir.
     with tempfile.TemporaryDirectory(prefix="kx-cpu-") as tmp:
         cpu_file = Path(tmp) / "cpu"
+        cpu_file.touch()
         timed = ["/usr/bin/time", "-q", "-f", "%U %S", "-o", str(cpu_file), *cmd]
         t0 = time.monotonic()
-        out, aerr, prc, perr, arc, cpu = pipe(sandbox.wrap(timed, cwd, rw=[tmp]),
+        out, aerr, prc, perr, arc, cpu = pipe(sandbox.wrap(timed, cwd, rw=[cpu_file]),
                                               [str(ANALYZER), "-n", str(top)]
                                               + (["-H"] if headers else []), cwd)
         secs = time.monotonic() - t0
-        try:
-            if cpu_file.is_file() and not cpu_file.is_symlink():
-                cpu = sum(float(x) for x in cpu_file.read_text()[:200].split()[-2:])
-        except (OSError, ValueError):
-            pass        # (killed before time wrote it: wait4's figure)
+        cpu = _time_cpu(cpu_file, cpu)
     if prc != 0:
         tail = "\n".join(perr.decode(errors="replace").splitlines()[-15:])
         raise KexpandError(f"preprocessing failed (exit {prc}): "
@@ -58,6 +57,26 @@ def analyze(cmd, cwd, top=TOP_LINES, headers=False):
                            f"rebuild it: make -C {REPO} bench/tools/kx-analyze", "infra")
     a["cpp_cpu_s"] = round(cpu, 3)
     return a, secs
+
+
+def _time_cpu(path, default):
+    """User + system seconds from /usr/bin/time's "%U %S" in `path` (read
+    as a regular file, 256 bytes at most: the box wrote it); `default`
+    where it holds no such line (a command killed before time wrote it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return default
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return default
+        words = os.read(fd, 256).decode(errors="replace").split()
+    finally:
+        os.close(fd)
+    try:
+        return sum(float(w) for w in words[-2:]) if len(words) >= 2 else default
+    except ValueError:
+        return default
 
 
 def tree_path(p):

@@ -56,10 +56,16 @@ def measure(tree, sdir, scratch, every=10, runs=3):
     i_file = scratch / "headercost-sample.i"
     try:
         for rel, argv in sample:
+            rec = kbuildscan.record_path(sdir, kcmd.output_file(argv))
+            try:            # (kx-cc's record; a file that failed is left out)
+                rec = json.loads(rec.read_text()) if rec.is_file() else {}
+            except (OSError, ValueError):
+                rec = {}
+            if rec.get("status") != "ok":
+                continue
             with open(i_file, "wb") as f:
                 run(sandbox.wrap(kcmd.preprocess_command(argv), sdir), cwd=sdir, stdout=f,
                     what=f"preprocessing {rel}", klass="build")
-            rec = json.loads(kbuildscan.record_path(sdir, kcmd.output_file(argv)).read_text())
             sums["cpp_cpu_s"] += rec.get("cpp_cpu_s") or 0.0
             out_bytes += i_file.stat().st_size
             plain, _ = _analyzer(i_file, [], runs)

@@ -12,7 +12,7 @@ from pathlib import Path
 from kbuild import build, kcmd, sandbox
 from kbuild import proc
 from kbuild.proc import run
-from kbuild.util import KexpandError
+from kbuild.util import KexpandError, log
 
 from . import headerbuild, headers
 from .expansion import analyze, tree_path
@@ -118,8 +118,14 @@ def keep(cache, key, scan):
 
 
 def file_headers(cache, key):
-    """{file: headers.record} of the scan cached under `key` ({} if none)."""
-    return cache.get_packed(f"{key}-headers") or {}
+    """{file: headers.record} of the scan cached under `key` ({} if none).
+    A scan whose records are gone (a damaged entry) is forgotten too, so
+    that the next run makes it again, records and all."""
+    inc = cache.get_packed(f"{key}-headers")
+    if inc is None and cache.get(key) is not None:
+        log(f"the scan cached as {key} has no per-file header records: it will be made again")
+        cache.drop(key)
+    return inc or {}
 
 
 
