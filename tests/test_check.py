@@ -92,6 +92,10 @@ def test_a_series_that_blows_up_a_file_is_exit_1_with_a_report(fake, tmp_path):
     assert r["hot_lines_tip"][0]["at"].startswith(SETUP + ":")
     assert "min3" in r["hot_lines_tip"][0]["source"]
     assert r["macros_tip"]["status"] == "ok" and r["macros_grew"]
+    # the macros' rows add up to the bytes the scan measured, at both sides
+    assert r["macros_tip"]["bytes"] == r["bytes_tip"]
+    assert r["macros_base"]["status"] == "ok" and r["macros_base"]["bytes"] == r["bytes_base"]
+    assert r["macros_tip"]["hot_line"]["at"] == r["hot_lines_tip"][0]["at"]
     assert r["instructions"]["tip"]["instructions"] > r["instructions"]["base"]["instructions"]
     # the report: a robot-style mail, 72 columns, a reproduce block
     txt = (d / "report.txt").read_text()

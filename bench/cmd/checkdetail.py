@@ -43,14 +43,10 @@ def explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cach
     # the tip: its dir is ready (the scan just used it)
     req.progress.say(f"  the tip: macros of {worst['file']}, -c counts of {len(top)} file(s)")
     tipdir.ready_at(tip)
-    jobs = []
-    if stacks and not req.no_macros and cc == "gcc":       # the longest job first
-        jobs.append((_clang_stack, (worst["file"], worst, req, case, tree, tip, cache)))
     at_tip = (req, cache, tip, tipdir.dir, cc, ccver, chash)
-    jobs += [(_count, (r["file"], r, "tip", *at_tip)) for r in top]
-    if not req.no_macros:
-        jobs.append((_macros, (worst["file"], worst, "tip", *at_tip)))
-    _run(req, jobs)
+    _run(req, _jobs(req, worst, top, "tip", at_tip,
+                    (worst["file"], worst, req, case, tree, tip, cache)
+                    if stacks and cc == "gcc" else None))
 
     # every commit of the series: which patch grew each file
     if len(commits) > 1:
@@ -67,10 +63,7 @@ def explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cach
     req.progress.say(f"  the base: macros of {worst['file']}, -c counts of {len(top)} file(s)")
     series.checkout(tree, base)
     at_base = (req, cache, base, base_dir, cc, ccver, chash)
-    jobs = [(_count, (r["file"], r, "base", *at_base)) for r in top]
-    if not req.no_macros:
-        jobs.append((_macros, (worst["file"], worst, "base", *at_base)))
-    _run(req, jobs)
+    _run(req, _jobs(req, worst, top, "base", at_base))
     for r in regs:
         r["hot_lines_base"] = [dict(h, source=text_at(tree, base, h["at"]))
                                for h in r["hot_lines_base"]]
@@ -78,6 +71,33 @@ def explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cach
         worst["macros_grew"] = macros.changes(
             (worst.get("macros_base") or {}).get("macros", []),
             worst["macros_tip"]["macros"], "own_bytes")
+
+
+def _jobs(req, worst, top, side, at, clang=None):
+    """One side's jobs, the longest first so that JOBS workers end together:
+    clang's build and stacks of the worst file, its -c count, its macros
+    (one -E -fdebug-cpp, several times its -E), then the other counts."""
+    jobs = [(_clang_stack, clang)] if clang and not req.no_macros else []
+    jobs += [(_count, (r["file"], r, side, *at)) for r in top[:1]]
+    if not req.no_macros:
+        jobs.append((_macros, (worst["file"], worst, side, *at)))
+    return jobs + [(_count, (r["file"], r, side, *at)) for r in top[1:]]
+
+
+def expansion(row, side, bdir):
+    """What the macros of `row`'s file at one side are checked against and
+    look into: its bytes and hottest lines, as the scan measured them in
+    this build dir (no second -E). A whole build's witness looks into its
+    top header's hottest line, which takes an -E of its own."""
+    focus = row.get("focus")
+    if focus:
+        e = measure_file(bdir, row["file"])
+        inside = measure_file(bdir, row["file"], top=100000, within=focus)["hot_lines"]
+        return dict(e, hot_lines=inside + e["hot_lines"]), inside
+    if row.get(f"bytes_{side}") is None:
+        raise KexpandError(f"{row['file']} was not measured at the {side}", "build")
+    return {"expanded_bytes": row[f"bytes_{side}"],
+            "hot_lines": row.get(f"hot_lines_{side}") or []}, None
 
 
 def _run(req, jobs):
@@ -109,10 +129,7 @@ def _macros(f, row, side, req, cache, commit, bdir, cc, ccver, chash):
     key = cache.macros_key(commit, cc, ccver, chash, row["file"] + (f"|{focus}" if focus else ""))
     m = cache.get(key)
     if m is None:
-        e = measure_file(bdir, row["file"])
-        if focus:       # the hottest line inside the header is the one looked into
-            inside = measure_file(bdir, row["file"], top=100000, within=focus)["hot_lines"]
-            e = dict(e, hot_lines=inside + e["hot_lines"])
+        e, inside = expansion(row, side, bdir)
         m = macros.measure(bdir, row["file"], cc, e)
         if focus and inside:
             m["focus_line"] = inside[0]       # at, bytes, the statement's text
@@ -139,8 +156,9 @@ def _clang_stack(f, row, req, case, tree, tip, cache):
             if not b.ok:
                 row["clang"] = {"status": "error", "error": b.log_tail[-1000:]}
                 return
-        e = measure_file(bdir, f)
-        m = macros.measure(bdir, f, "clang", e)
+        # gcc's hottest line at the tip (the scan's): clang looks into the
+        # same line, without an -E of its own
+        m = macros.measure(bdir, f, "clang", {"hot_lines": row["hot_lines_tip"][:1]})
         if m.get("status") != "error":
             cache.put(key, m)
     hot = m.get("hot_line") or {}
