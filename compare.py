@@ -334,6 +334,11 @@ def write_series(results, case):
     log(f"wrote {results / 'expansion.md'} and {len(written)} plot files in {outdir}")
 
 
+# the sections whose pages a command's run draws (the index always)
+DRAWS = {"check": {"checks"}, "scan": {"scans"}, "sweep": {"sweeps"},
+         "compare": {"compares", "tracks"}}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="compare.py")
     ap.add_argument("--case", default=None)
@@ -363,8 +368,8 @@ def main(argv=None):
     results = req.results
     if args.compare or args.scan:
         args.pair = bench.results.report_dir(req, command, req.a or "", req.b or "")
-    if args.check:
-        for d in write_check_reports(results, req):
+    if args.check:      # the run's check: its record is newer than its report
+        for d in write_check_reports(results, req, new_only=True):
             log(f"wrote {d / 'report.txt'}")
     elif args.sweep:
         print(write_sweep_report(results, req.point or "", req.file or ""))
@@ -380,7 +385,16 @@ def main(argv=None):
         redraw_sweeps(results)
     if not (args.index or args.check or args.scan or args.sweep):
         write_tracks(results)   # a compare may be a track's commit against its parent
-    out = page.write_index(results, PLOT_ORDER, req.case)
+    # the index, and the pages of what this run made (page.write_index)
+    if command in DRAWS:
+        draw = DRAWS[command]
+    elif args.track or args.pair:
+        draw = DRAWS["compare"]
+    elif args.index:        # make scan of every point, make bisect
+        draw = set(page.SECTIONS)
+    else:                   # make plots, bench, boot: every page
+        draw = None
+    out = page.write_index(results, PLOT_ORDER, req.case, draw)
     log(f"wrote {out}")
     return 0
 

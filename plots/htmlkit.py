@@ -110,6 +110,24 @@ def page(results, path, title, body, trail=(), h1=None):
             f"<script>{SCRIPT}</script></body></html>\n")
 
 
+def stale(path, *sources):
+    """True when `path` (a page) is missing or older than one of `sources`
+    (its record and report): a report's page is drawn once, after the run
+    that made the record, and left alone when another command draws."""
+    try:
+        t = Path(path).stat().st_mtime_ns
+    except OSError:
+        return True
+    return any(Path(s).exists() and Path(s).stat().st_mtime_ns > t for s in sources)
+
+
+def draws(mode, page, *sources):
+    """Whether a section in `mode` draws one report's page: "all" (make
+    plots), "new" (only a page older than its record), None (nothing: the
+    section is only summarised for the index)."""
+    return mode == "all" or (mode == "new" and stale(page, *sources))
+
+
 def write(path, text):
     """atomic_write, skipped when the file already holds exactly this text
     (a track's thousand commit pages are written once, not every time)."""

@@ -31,18 +31,29 @@ def nav_html(index, secs):
     return "".join(out)
 
 
-def write_index(results, plot_order, case=None):
-    """Every page of the site but the tracks' own (compare.py --track draws
-    those; their list is here): the section pages, a page per compare,
-    scan, sweep and check report, and results/index.html. plot_order: the
-    stems of the series plots, in the order to show them."""
+SECTIONS = ("series", "boots", "conformance", "macros", "compares", "scans", "sweeps",
+            "checks", "tracks", "bisects")
+
+
+def write_index(results, plot_order, case=None, draw=None):
+    """results/index.html and the pages of the sections in `draw` (None:
+    every page of the site but the tracks' own, which compare.py --track
+    draws): a section named there, or whose page is missing, draws its list
+    page and the pages of the reports newer than their page (htmlkit.draws);
+    the others are only summarised on the index. plot_order: the stems of the series plots, in
+    the order to show them."""
     results = Path(results)
+    mode = {k: "all" if draw is None else "new" if k in draw or
+            not sections.section_path(results, k).exists() else None for k in SECTIONS}
     series, _ = sections.series_of(results, case)
-    secs = [sections.series_page(results, plot_order, case),
-            sections.boots_page(results), sections.conformance_page(results),
-            sections.macros_page(results, plot_order), reports.compares(results),
-            reports.scans(results), reports.sweeps(results), reports.checks(results),
-            trackpage.tracks_section(results), sections.bisects_page(results)]
+    secs = [sections.series_page(results, plot_order, case, mode["series"]),
+            sections.boots_page(results, mode["boots"]),
+            sections.conformance_page(results, mode["conformance"]),
+            sections.macros_page(results, plot_order, mode["macros"]),
+            reports.compares(results, mode["compares"]), reports.scans(results, mode["scans"]),
+            reports.sweeps(results, mode["sweeps"]), reports.checks(results, mode["checks"]),
+            trackpage.tracks_section(results, mode["tracks"]),
+            sections.bisects_page(results, mode["bisects"])]
     records = []
     if series:
         records = [r for r in load_records(results)

@@ -11,7 +11,8 @@ from bench.results import atomic_write, log, read_json, write_report
 
 from . import check as check_report
 from . import ci
-from .htmlkit import esc, figures, file_links, link, md_to_html, page, split_h1, text_of, write
+from .htmlkit import (draws, esc, stale, figures, file_links, link, md_to_html, page, split_h1,
+                      text_of, write)
 from .sections import scan_totals, section_path
 
 PAGE = "index.html"
@@ -52,8 +53,10 @@ def report_html(results, d, md_name, title, plots, data, trail, extra=""):
     return path
 
 
-def list_page(results, key, title, intro, head, rows, empty, extra=""):
+def list_page(results, key, title, intro, head, rows, empty, extra="", draw="all"):
     path = section_path(results, key)
+    if not draw:
+        return path
     table = ("<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"
              + "".join("<tr>" + "".join(f"<td class=l>{c}</td>" for c in r) + "</tr>"
                        for r in rows) + "</table>") if rows else f"<p>{empty}</p>"
@@ -61,7 +64,8 @@ def list_page(results, key, title, intro, head, rows, empty, extra=""):
     return path
 
 
-def compares(results):
+def compares(results, draw="all"):
+    """The compares section (draw: see htmlkit.draws)."""
     key, items, rows = "compares", [], []
     lst = section_path(results, key)
     for d in sorted(p for p in (results / "compare").glob("*") if p.is_dir()):
@@ -70,7 +74,9 @@ def compares(results):
         pair = read_json(d / "pair.json") if (d / "pair.json").exists() else None
         pair = pair if isinstance(pair, dict) else {}
         plots = sorted(d.glob("bytes-*.png")) + sorted(d.glob("c-time-*.png"))
-        p = report_html(results, d, "report.md", d.name, plots,
+        p = d / PAGE
+        if draws(draw, p, d / "report.md", d / "pair.json"):
+            report_html(results, d, "report.md", d.name, plots,
                         ["compare.csv", "report.md", "pair.json", "lines.json"],
                         [("compares", lst)])
         rs = [r for r in _csv(d / "compare.csv") if _num(r.get("bytes_ratio"))]
@@ -88,19 +94,23 @@ def compares(results):
     list_page(results, key, "Compares", "Two commits through the same engine: bytes, "
               "hottest lines, macros and compile cost, B against A. "
               "<code>make compare A= B=</code> adds one.",
-              ["report", "A -> B", "", "headline"], rows, "No compare reports yet.")
+              ["report", "A -> B", "", "headline"], rows, "No compare reports yet.",
+              draw=draw)
     return {"key": key, "title": "Compares", "path": lst, "items": items,
             "summary": f"{len(items)} report(s)" if items else "none yet"}
 
 
-def scans(results):
+def scans(results, draw="all"):
+    """The scans section (draw: see htmlkit.draws)."""
     key, items, rows = "scans", [], []
     lst = section_path(results, key)
     for d in sorted(p for p in (results / "scan").glob("*") if p.is_dir()):
         if not report_page(d, "ranking.md"):
             continue
         hp = d / "headers.html"
-        p = report_html(results, d, "ranking.md", d.name, sorted(d.glob("*.png")),
+        p = d / PAGE
+        if draws(draw, p, d / "ranking.md", d / "pair.json"):
+            report_html(results, d, "ranking.md", d.name, sorted(d.glob("*.png")),
                         ["ranking.csv", "ranking.md", "pair.json"]
                         + [n for n in ("headers.md", "headers-files.json")
                            if (d / n).exists()], [("scans", lst)],
@@ -116,18 +126,21 @@ def scans(results):
         items.append((d.name, p, note))
     list_page(results, key, "Scans", "Every C file the build compiled, at two points. "
               "<code>make scan A= B=</code> adds one.", ["scan", "what"], rows,
-              "No scans yet.", scan_totals(results, lst))
+              "No scans yet.", scan_totals(results, lst) if draw else "", draw=draw)
     return {"key": key, "title": "Scans", "path": lst, "items": items,
             "summary": f"{len(items)} scan(s)" if items else "none yet"}
 
 
-def sweeps(results):
+def sweeps(results, draw="all"):
+    """The sweeps section (draw: see htmlkit.draws)."""
     key, items, rows = "sweeps", [], []
     lst = section_path(results, key)
     for md in sorted(results.glob("sweep/*/*/sweep.md")):
         d = md.parent
         name = f"{d.parent.name}, {d.name}"
-        p = report_html(results, d, "sweep.md", name, sorted(d.glob("*.png")),
+        p = d / PAGE
+        if draws(draw, p, md, d / "sweep.json"):
+            report_html(results, d, "sweep.md", name, sorted(d.glob("*.png")),
                         ["options.csv", "sweep.md", "sweep.json"], [("sweeps", lst)])
         opts = _csv(d / "options.csv")
         note = (f"top option {opts[0]['option']}: x{opts[0]['effect_ratio']}" if opts and
@@ -136,7 +149,7 @@ def sweeps(results):
         items.append((name, p, note))
     list_page(results, key, "Sweeps", "Which config options multiply a file's expansion. "
               "<code>make sweep FILE= POINT=</code> adds one.", ["sweep", "finding"], rows,
-              "No sweeps yet.")
+              "No sweeps yet.", draw=draw)
     return {"key": key, "title": "Sweeps", "path": lst, "items": items,
             "summary": f"{len(items)} sweep(s)" if items else "none yet"}
 
@@ -149,7 +162,8 @@ def check_summary(rec):
         rec["series"]["subject"], head
 
 
-def checks(results):
+def checks(results, draw="all"):
+    """The checks section (draw: see htmlkit.draws)."""
     key, items, rows = "checks", [], []
     lst = section_path(results, key)
     for j in sorted((results / "check").glob("*/check.json")):
@@ -162,30 +176,36 @@ def checks(results):
             log(f"warning: skipping {j}: not a make check record ({type(e).__name__}: {e})")
             continue
         p = d / PAGE
-        h1, body = split_h1(md_to_html(md))
         cls = "bad" if verdict == "regression" else "good"
-        body = (f'<p>Verdict: <b class="{cls}">{esc(verdict)}</b> '
-                f"(base {esc(str((rec.get('base') or {}).get('ref')))}).</p>" + body
-                + file_links(p, [d / "report.txt", d / "report.md", d / "check.csv", j]))
-        write(p, page(results, p, text_of(h1) if h1 else d.name, body, [("checks", lst)], h1=h1))
+        if draws(draw, p, j, d / "report.md"):
+            h1, body = split_h1(md_to_html(md))
+            body = (f'<p>Verdict: <b class="{cls}">{esc(verdict)}</b> '
+                    f"(base {esc(str((rec.get('base') or {}).get('ref')))}).</p>" + body
+                    + file_links(p, [d / "report.txt", d / "report.md", d / "check.csv", j]))
+            write(p, page(results, p, text_of(h1) if h1 else d.name, body, [("checks", lst)],
+                          h1=h1))
         rows.append([link(lst, p, d.name), f'<b class="{cls}">{esc(verdict)}</b>',
                      esc(subject), esc(head), esc(str(rec.get("date") or ""))])
         items.append((d.name, p, f"{verdict}: {subject}"))
     list_page(results, key, "Checks", "Posted series against every C file the base "
               "build compiles (<code>make check PATCHES=</code>): a regression is a file "
               "whose <code>-E</code> output grew past the threshold.",
-              ["check", "verdict", "series", "headline", "date"], rows, "No checks yet.")
+              ["check", "verdict", "series", "headline", "date"], rows, "No checks yet.",
+              draw=draw)
     regs = sum(1 for _, _, n in items if n.startswith("regression"))
     return {"key": key, "title": "Checks", "path": lst, "items": items,
             "summary": f"{len(items)} check(s), {regs} with a regression" if items
             else "none yet"}
 
 
-def write_check_reports(results, req=None):
-    """report.txt and report.md of every make check (cheap: text only),
-    and beside them the CI files (plots/ci.py, ci/README.md)."""
+def write_check_reports(results, req=None, new_only=False):
+    """report.txt and report.md of every make check (new_only: of those
+    whose record is newer than its report.txt, the run's), and beside them
+    the CI files (plots/ci.py, ci/README.md)."""
     done = []
     for j in sorted((results / "check").glob("*/check.json")):
+        if new_only and not stale(j.parent / "report.txt", j):
+            continue
         rec = read_json(j)
         if not isinstance(rec, dict) or rec.get("kind") != "kexpand.check":
             log(f"warning: skipping {j}: not a make check record")

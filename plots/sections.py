@@ -77,10 +77,18 @@ def plot_groups(results, plot_order, skip=("scan-totals",)):
     return groups
 
 
-def series_page(results, plot_order, case=None):
+def series_page(results, plot_order, case=None, draw="all"):
+    """The series section (draw: see htmlkit.draws; None: only summarised)."""
     path = section_path(results, "series")
     series, spath = series_of(results, case)
     parts = []
+    groups = plot_groups(results, plot_order)
+    n = sum(len(p) for _, p in groups)
+    summary = (f"{len(series['points'])} points, {len(series.get('files') or [])} focus "
+               f"files: {n} plots, the tables" if series else "no series measured yet")
+    out = {"key": "series", "title": "Series", "path": path, "summary": summary, "items": []}
+    if not draw:
+        return out
     if series:
         parts.append(f"<p>{esc(series.get('package') or '')}, "
                      f"{esc(series.get('config') or 'x86_64 tinyconfig + fragment')}; "
@@ -99,7 +107,6 @@ def series_page(results, plot_order, case=None):
             parts.append(last_bench_html(last))
         except (KeyError, TypeError, ValueError, AttributeError):
             log(f"warning: {results / 'last-bench.json'} is of another shape; left out")
-    groups = plot_groups(results, plot_order)
     for stem, pngs in groups:
         parts.append(f"<h2>{esc(PLOT_TITLES.get(stem, stem or 'Other plots'))}</h2>"
                      + figures(path, pngs, row=len(pngs) > 1))
@@ -111,10 +118,7 @@ def series_page(results, plot_order, case=None):
                             if spath else [results / "summary.csv"]))
     title = f"Series: {series.get('case', '')}" if series else "Series"
     write(path, page(results, path, title, "\n".join(parts)))
-    n = sum(len(p) for _, p in groups)
-    summary = (f"{len(series['points'])} points, {len(series.get('files') or [])} focus "
-               f"files: {n} plots, the tables" if series else "no series measured yet")
-    return {"key": "series", "title": "Series", "path": path, "summary": summary, "items": []}
+    return out
 
 
 def csv_rows(p):
@@ -125,35 +129,37 @@ def csv_rows(p):
         return []
 
 
-def simple_page(results, key, title, md_name, csv_name, missing, summarise):
+def simple_page(results, key, title, md_name, csv_name, missing, summarise, draw="all"):
     path = section_path(results, key)
     md = results / md_name
     if md.exists():
-        md_page(results, path, title, md, after=file_links(path, [results / csv_name, md]))
+        if draw:
+            md_page(results, path, title, md, after=file_links(path, [results / csv_name, md]))
         summary = summarise(csv_rows(results / csv_name))
     else:
-        write(path, page(results, path, title, f"<p>{missing}</p>"))
+        if draw:
+            write(path, page(results, path, title, f"<p>{missing}</p>"))
         summary = "none yet"
     return {"key": key, "title": title, "path": path, "summary": summary, "items": []}
 
 
-def boots_page(results):
+def boots_page(results, draw="all"):
     def summarise(rows):
         st = Counter(r.get("status") or "?" for r in rows)
         return f"{len(rows)} points: " + ", ".join(f"{n} {s}" for s, n in st.most_common())
     return simple_page(results, "boots", "Boots", "boot.md", "boot.csv",
                        "No boot checks yet: <code>make boot</code> or <code>make bench</code>.",
-                       summarise)
+                       summarise, draw)
 
 
-def conformance_page(results):
+def conformance_page(results, draw="all"):
     def summarise(rows):
         differ = sum((r.get("differs_from_claim") or "").strip().lower() not in
                      ("", "false", "no", "0", "-") for r in rows)
         return f"{len(rows)} snippets, {differ} not as the seeds claim"
     return simple_page(results, "conformance", "Conformance", "conformance.md",
                        "conformance.csv", "No conformance matrix yet: <code>make boot</code>.",
-                       summarise)
+                       summarise, draw)
 
 
 def slug(text):
@@ -166,9 +172,10 @@ def md_sections(md):
     return parts[0], [(p.split("\n", 1)[0].strip(), "## " + p) for p in parts[1:]]
 
 
-def macros_page(results, plot_order):
+def macros_page(results, plot_order, draw="all"):
     """pages/macros.html: what the tables say and a page per focus file
-    (its macros, then its flame graphs) and for every commit of the series."""
+    (its macros, then its flame graphs) and for every commit of the series
+    (draw None: only summarised)."""
     path = section_path(results, "macros")
     sub = pages_dir(results) / "macros"
     md = results / "macros.md"
@@ -186,6 +193,9 @@ def macros_page(results, plot_order):
                      "macro expansion stack: width is bytes made inside a macro's "
                      "expansions; bottom the line, above it the outermost macro. Open "
                      "one for its tooltips.</p>" + figures(p, mine))
+        items.append((head, p, f"{len(mine)} flame graphs" if mine else ""))
+        if not draw:
+            continue
         if head.startswith("Every commit"):
             extra += figures(p, sorted((results / "plots").glob("every-commit-*.png")))
         body = split_h1(md_to_html(text))[1]
@@ -194,7 +204,11 @@ def macros_page(results, plot_order):
         write(p, page(results, p, f"Macros: {head}", body + extra,
                       [("macros", path)]))
         written.add(p)
-        items.append((head, p, f"{len(mine)} flame graphs" if mine else ""))
+    out = {"key": "macros", "title": "Macros", "path": path, "items": [],
+           "summary": f"{len(items)} pages, {len(flames)} flame graphs" if items or flames
+           else "none yet"}
+    if not draw:
+        return out
     rest = [f for f in flames if f not in used]
     body = split_h1(md_to_html(intro))[1] if intro.strip() else \
         "<p>No macro attribution yet: <code>make bench</code> (without NO_MACROS=1).</p>"
@@ -207,9 +221,7 @@ def macros_page(results, plot_order):
     for old in sub.glob("*.html") if sub.is_dir() else []:
         if old not in written:
             old.unlink()
-    return {"key": "macros", "title": "Macros", "path": path, "items": [],
-            "summary": f"{len(items)} pages, {len(flames)} flame graphs" if items or flames
-            else "none yet"}
+    return out
 
 
 def bisect_html(page_path, j, b):
@@ -236,7 +248,7 @@ def bisect_html(page_path, j, b):
             + mac + file_links(page_path, [j]))
 
 
-def bisects_page(results):
+def bisects_page(results, draw="all"):
     path = section_path(results, "bisects")
     parts, n = [], 0
     for j in sorted((results / "bisect").glob("*/*.json")):
@@ -245,8 +257,9 @@ def bisects_page(results):
             n += 1
         except (KeyError, TypeError, ValueError, AttributeError):
             log(f"warning: skipping {j}: not a well-formed bisect record")
-    write(path, page(results, path, "Bisects", "\n".join(parts) or
-                     "<p>No bisects yet: <code>make bisect FILE= GOOD= BAD=</code>.</p>"))
+    if draw:
+        write(path, page(results, path, "Bisects", "\n".join(parts) or
+                         "<p>No bisects yet: <code>make bisect FILE= GOOD= BAD=</code>.</p>"))
     return {"key": "bisects", "title": "Bisects", "path": path, "items": [],
             "summary": f"{n} bisect(s)" if n else "none yet"}
 

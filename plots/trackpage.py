@@ -275,9 +275,10 @@ def write_all(results):
             and (p := write_track(results, d))]
 
 
-def tracks_section(results):
+def tracks_section(results, draw="all"):
     """pages/tracks.html: every track, linked to its page (or to its
-    track.json until compare.py --track has drawn it)."""
+    track.json until compare.py --track has drawn it); draw None: only
+    summarised."""
     results = Path(results)
     lst = section_path(results, "tracks")
     rows, items = [], []
@@ -298,6 +299,7 @@ def tracks_section(results):
             "a graph per file and metric, a point per commit.</p>"
             + ("<table><tr><th>track</th><th>what</th><th>compilers</th><th>generated</th>"
                "</tr>" + "".join(rows) + "</table>" if rows else "<p>No tracks yet.</p>"))
-    write(lst, page(results, lst, "Tracks", body))
+    if draw:
+        write(lst, page(results, lst, "Tracks", body))
     return {"key": "tracks", "title": "Tracks", "path": lst, "items": items,
             "summary": f"{len(items)} track(s)" if items else "none yet"}

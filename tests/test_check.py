@@ -336,3 +336,30 @@ def test_a_new_include_of_a_heavy_header_is_named_with_its_bytes(fake, tmp_path)
     assert 0 < mm["delta"]["own"] <= 2 * 64
     txt = (d / "report.txt").read_text()
     assert "include/linux/minmax.h:4 -> include/linux/heavy.h" in txt, txt
+
+
+def test_a_check_draws_its_own_report_and_the_index_not_the_others(fake, tmp_path):
+    """A report is drawn once, for the run that made it: a second check
+    writes its own report, page and CI files and the index, and leaves the
+    first check's files as they were (compare.py --check)."""
+    base, env = fake
+    mbox = series_mbox(tmp_path / "v2.mbox", BAD_SERIES)
+    assert code(check(env, PATCHES=mbox, BASE="before", NAME="first")) == 1
+    first = base / "results/check/first"
+    mine = sorted(p for p in first.iterdir() if p.name != "check.json")
+    assert {"report.txt", "report.md", "index.html", "report.eml"} <= {p.name for p in mine}
+    before = {p: p.stat().st_mtime_ns for p in mine}
+    index = base / "results/index.html"
+    t_index = index.stat().st_mtime_ns
+    p = check(env, PATCHES=mbox, BASE="before", NAME="second")
+    assert code(p) == 1, out(p)
+    assert f"wrote {base / 'results/check/second/report.txt'}" in p.stderr
+    assert "check/first/report.txt" not in p.stderr
+    assert {q: q.stat().st_mtime_ns for q in mine} == before
+    second = base / "results/check/second"
+    assert (second / "index.html").stat().st_mtime_ns > (second / "check.json").stat().st_mtime_ns
+    assert index.stat().st_mtime_ns > t_index
+    assert "check/second/index.html" in index.read_text()
+    assert "check/first/index.html" in index.read_text()
+    lst = (base / "results/pages/checks.html").read_text()
+    assert "first" in lst and "second" in lst
