@@ -334,11 +334,6 @@ def write_series(results, case):
     log(f"wrote {results / 'expansion.md'} and {len(written)} plot files in {outdir}")
 
 
-# the sections whose pages a command's run draws (the index always)
-DRAWS = {"check": {"checks"}, "scan": {"scans"}, "sweep": {"sweeps"},
-         "compare": {"compares", "tracks"}}
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="compare.py")
     ap.add_argument("--case", default=None)
@@ -385,16 +380,10 @@ def main(argv=None):
         redraw_sweeps(results)
     if not (args.index or args.check or args.scan or args.sweep):
         write_tracks(results)   # a compare may be a track's commit against its parent
-    # the index, and the pages of what this run made (page.write_index)
-    if command in DRAWS:
-        draw = DRAWS[command]
-    elif args.track or args.pair:
-        draw = DRAWS["compare"]
-    elif args.index:        # make scan of every point, make bisect
-        draw = set(page.SECTIONS)
-    else:                   # make plots, bench, boot: every page
-        draw = None
-    out = page.write_index(results, PLOT_ORDER, req.case, draw)
+    # the index, and the pages of what this run made (make plots: every page)
+    made = "compare" if args.track or args.pair else command
+    out = page.write_index(results, PLOT_ORDER, req.case,
+                           page.DRAWS.get(made, set(page.SECTIONS) if args.index else None))
     log(f"wrote {out}")
     return 0
 

@@ -33,6 +33,10 @@ def nav_html(index, secs):
 
 SECTIONS = ("series", "boots", "conformance", "macros", "compares", "scans", "sweeps",
             "checks", "tracks", "bisects")
+# the sections a command's run draws pages in (compare.py; a command not
+# here: every section's new pages, or with make plots every page)
+DRAWS = {"check": {"checks"}, "scan": {"scans"}, "sweep": {"sweeps"},
+         "compare": {"compares", "tracks"}}
 
 
 def write_index(results, plot_order, case=None, draw=None):

@@ -296,3 +296,21 @@ def test_no_source_file_over_400_lines():
 def test_nothing_reads_the_environment_at_import_time():
     bad = {p: lines for p, t in SOURCES.items() if (lines := import_time_environ(t))}
     assert bad == {}
+
+
+def test_each_setting_is_parsed_once_in_settings():
+    """One parser per setting: the text a user typed (THRESHOLD=10%) is
+    parsed in kbuild/settings.py, once, into the Request; the commands read
+    the parsed value (req.growth_ratio), never parse it again."""
+    parsers = {"parse_int", "parse_threshold", "parse_growth"}
+    bad = {}
+    for p, t in SOURCES.items():
+        if p.startswith("tests/") or p == "kernel-build/kbuild/settings.py":
+            continue
+        used = [n.lineno for n in ast.walk(ast.parse(t))
+                if (isinstance(n, ast.Name) and n.id in parsers) or
+                (isinstance(n, ast.Attribute) and n.attr in parsers) or
+                (isinstance(n, ast.alias) and n.name in parsers)]
+        if used:
+            bad[p] = used
+    assert bad == {}

@@ -289,9 +289,9 @@ def test_kernel_must_be_a_kernel_git_tree(tmp_path):
 def test_threshold_parsing():
     from bench.cmd.bisection import threshold_bytes
     from kbuild.settings import parse_threshold
-    assert threshold_bytes("20MB", 1, 2) == 20_000_000
-    assert threshold_bytes("2x", 4_000_000, 9_000_000) == 8_000_000
-    assert threshold_bytes("12345", 1, 2) == 12345
+    assert threshold_bytes(parse_threshold("20MB"), 1, 2) == 20_000_000
+    assert threshold_bytes(parse_threshold("2x"), 4_000_000, 9_000_000) == 8_000_000
+    assert threshold_bytes(parse_threshold("12345"), 1, 2) == 12345
     assert threshold_bytes(None, 100, 400) == 200       # geometric mean
     for bad in ("lots", "infx", "nan", "-5", "0", "1e999", "", "2xx", "5 MB MB"):
         with pytest.raises(KexpandError, match="THRESHOLD="):

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from kbuild import series, trees, workdir
 from kbuild.proc import run
-from kbuild.settings import parse_threshold
 from kbuild.util import EXIT_BUILD, KexpandError, atomic_write_json, log
 
 from .. import results
@@ -45,10 +44,11 @@ def macro_changes(req, case, tree, first, file):
 
 
 def threshold_bytes(spec, good, bad):
-    """THRESHOLD as bytes; default: the geometric mean of GOOD and BAD."""
+    """THRESHOLD (settings.parse_threshold's ('bytes', n) or ('ratio', r))
+    as bytes; None: the geometric mean of GOOD and BAD."""
     if spec is None:
         return int((good * bad) ** 0.5)
-    kind, v = parse_threshold(spec)
+    kind, v = spec
     return int(v * good) if kind == "ratio" else v
 
 
@@ -69,7 +69,7 @@ def cmd_bisect(req, case):
             raise KexpandError(f"{req.file} does not build at GOOD or BAD: "
                                f"{eg.get('status')}/{eb.get('status')}", "build")
         gb, bb = eg["expanded_bytes"], eb["expanded_bytes"]
-        thr = threshold_bytes(req.threshold, gb, bb)
+        thr = threshold_bytes(req.bisect_threshold, gb, bb)
         if not gb <= thr < bb:
             raise KexpandError(f"threshold {thr:,} bytes does not separate "
                                f"GOOD ({gb:,}) from BAD ({bb:,}) for {req.file}")

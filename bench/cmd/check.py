@@ -19,7 +19,6 @@ import time
 
 from kbuild import build, mbox, trees, workdir
 from kbuild.gitops import git
-from kbuild.settings import parse_growth
 from kbuild.util import EXIT_REGRESSION, KexpandError, atomic_write, atomic_write_json, log
 
 from .. import results
@@ -47,9 +46,8 @@ def plan(req, case):
         raise KexpandError("BASE= goes with PATCHES=; with A= and B=, A is the base")
     posted = mbox.read_series(req.patches) if req.patches else None
     say_skipped(posted)
-    ratio = parse_growth(req.threshold) if req.threshold else sc.DEFAULT_RATIO
-    total = parse_growth(req.total_threshold, "TOTAL_THRESHOLD") if req.total_threshold \
-        else sc.DEFAULT_TOTAL_RATIO
+    ratio = req.growth_ratio or sc.DEFAULT_RATIO
+    total = req.total_ratio or sc.DEFAULT_TOTAL_RATIO
     base_ref = req.a or req.base or ("HEAD" if req.kernel else "packaged")
     name = req.name or (posted.slug if posted else
                         f"{results.safe_name(req.a)}..{results.safe_name(req.b)}")

@@ -12,7 +12,18 @@ from .util import KexpandError, log
 COMMON = {"KEXPAND_WORK", "KEXPAND_RESULTS", "CASE", "JOBS", "SANDBOX", "E_TIME_LIMIT",
           "E_MEM_LIMIT"}
 DASK = {"DASK_SCHEDULER", "DASK_TLS_CA", "DASK_TLS_CERT", "DASK_TLS_KEY", "DASK_INSECURE"}
-# The variables each make target takes besides COMMON (README, "Variables").
+# The one table of commands (as tuxmake's targets are data): each
+# kexpand.py command's make target, what compare.py draws after it (the
+# Makefile's `measure`; None: nothing), and below, the variables it takes
+# besides COMMON. The Makefile's targets, recipes and KX_VARS, the CLI's
+# flags and the README's "Variables" table are tested against it
+# (tests/test_commands.py).
+MAKE = {"bench": ("bench", ""), "boot": ("boot", ""), "compare": ("compare", "--compare"),
+        "bisect": ("bisect", "--index"), "scan": ("scan", "--scan|--index"),
+        "sweep": ("sweep", "--sweep"), "check": ("check", "--check"),
+        "track": ("track", "--track"), "prepare": ("prepare", None),
+        "report": ("plots", None), "analyzer-bench": ("bench-analyzer", None),
+        "check-bench": ("bench-check", None)}
 TARGETS = {
     "bench": {"POINTS", "FILES", "CC", "RUNS", "NO_TIME", "NO_BOOT", "NO_MACROS",
               "BOOT_TIMEOUT", "ICOUNT_CAP", "CONFIG", "KCONFIG"},
@@ -29,7 +40,7 @@ TARGETS = {
               "FULL_BUILD", "REPORT_FROM", "REPORTED_BY", "REPORT_URL"},
     "track": {"RANGE", "EVERY", "KERNEL", "FILES", "CC", "CONFIG", "KCONFIG",
               "SCAN", "NAME", "ICOUNT_CAP", "MAX_COMMITS", "NO_MACROS", *DASK},
-    "prepare": set(), "plots": set(), "report": set(), "analyzer-bench": set(),
+    "prepare": set(), "report": set(), "analyzer-bench": set(),
     "check-bench": {"CONFIG", "KCONFIG"},
 }
 TARGETS["report"] = set().union(*TARGETS.values())      # compare.py after any target

@@ -55,8 +55,13 @@ class Request:
     file: str | None = None
     good: str | None = None
     bad: str | None = None
-    threshold: str | None = None
-    total_threshold: str | None = None   # TOTAL_THRESHOLD= (make check)
+    threshold: str | None = None      # THRESHOLD= as typed (a reproduce block repeats it)
+    total_threshold: str | None = None   # TOTAL_THRESHOLD= (make check), as typed
+    # parsed once, here: make check's growth ratios (None: the default) and
+    # make bisect's ('bytes', n) or ('ratio', r)
+    growth_ratio: float | None = None
+    total_ratio: float | None = None
+    bisect_threshold: tuple | None = None
     config_base: str = "tinyconfig"   # CONFIG=
     kconfig: Path | None = None       # KCONFIG=: a user's .config
     no_time: bool = False
@@ -275,10 +280,13 @@ def _numbers(req, get, args):
         else 16384
     req.threshold = get("threshold", "THRESHOLD")
     if req.threshold is not None:
-        (parse_growth if req.command == "check" else parse_threshold)(req.threshold)
+        if req.command == "check":
+            req.growth_ratio = parse_growth(req.threshold)
+        else:
+            req.bisect_threshold = parse_threshold(req.threshold)
     req.total_threshold = get("total_threshold", "TOTAL_THRESHOLD")
     if req.total_threshold is not None:
-        parse_growth(req.total_threshold, "TOTAL_THRESHOLD")
+        req.total_ratio = parse_growth(req.total_threshold, "TOTAL_THRESHOLD")
     e = get("every", "EVERY")
     req.every = parse_int("EVERY", e, 1, 100000, 10) if e is not None else 1
     m = get("max_commits", "MAX_COMMITS")
