@@ -41,14 +41,20 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
-def header(kind, case, point, commit, compiler, compiler_version, config_hash):
-    """The fields every record starts with, whatever its kind."""
-    return {"schema": SCHEMA, "kind": kind, "case": case, "point": point,
-            "commit": commit, "compiler": compiler,
-            "compiler_version": compiler_version, "config_hash": config_hash,
-            "cpu": cpu_model(), "host": platform.node(),
+def stamp():
+    """Where and when a record was made."""
+    return {"host": platform.node(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
                 timespec="seconds")}
+
+
+def header(kind, case, point, at):
+    """The fields every record starts with, whatever its kind; `at`: what
+    it measured (a cache.At: commit, compiler and its version, config)."""
+    return dict({"schema": SCHEMA, "kind": kind, "case": case, "point": point,
+                 "commit": at.commit, "compiler": at.cc,
+                 "compiler_version": at.ccver, "config_hash": at.chash,
+                 "cpu": cpu_model()}, **stamp())
 
 
 TIMING_FIELDS = {"median_s": float, "stddev_s": float, "runs": int}

@@ -158,10 +158,10 @@ class _Req:
 
 def test_count_plan_caps_only_the_preprocessor(tmp_path, monkeypatch):
     from bench.measure import cost
-    from bench.measure.cache import Cache
+    from bench.measure.cache import At, Cache
     monkeypatch.setattr(icount, "source", lambda: ("qemu-tcg", "test"))
     cache = Cache(tmp_path)
-    args = ("c0ffee", "gcc", "gcc 12", "h", "mm/x.c")
+    args = (At("c0ffee", "gcc", "gcc 12", "h"), "mm/x.c")
     what, v = cost.count_plan(_Req(60), cache, *args, "time_E", 61.0)
     assert what == "have" and v["instructions"] is None
     assert "61.0 s of CPU, over the 60 s cap (ICOUNT_CAP)" in v["instructions_note"]

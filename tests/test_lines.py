@@ -51,14 +51,16 @@ def test_every_file_at_a_then_every_file_at_b(monkeypatch):
     checkouts). Each uncached per_line_bytes checks out its commit."""
     head, checkouts = ["A"], []
 
-    def fake_per_line_bytes(req, config, ccver, tree, commit, cc, f):
+    def fake_per_line_bytes(req, config, at, tree, f):
+        commit = at.commit
         if head[0] != commit:
             checkouts.append(commit)
             head[0] = commit
         return {(f, 1): 10 if commit == "A" else 11}
     monkeypatch.setattr(lines, "per_line_bytes", fake_per_line_bytes)
     monkeypatch.setattr(lines, "diff_hunks", lambda tree, a, b: {})
-    monkeypatch.setattr(lines.build, "case_config", lambda req, case: None)
+    monkeypatch.setattr(lines.build, "case_config",
+                        lambda req, case: type("Config", (), {"hash": lambda self: "h"})())
     monkeypatch.setattr(lines.build, "compiler_version", lambda cc: "gcc 12")
     monkeypatch.setattr(lines, "_source", lambda *a: "")
     files = [f"mm/f{i}.c" for i in range(50)]

@@ -16,7 +16,7 @@ import pytest
 
 from bench import results
 from bench.measure import cost, icount, timing
-from bench.measure.cache import COST_VERSION, TIMING_VERSION, Cache
+from bench.measure.cache import COST_VERSION, TIMING_VERSION, At, Cache
 from kbuild import sandbox
 from kbuild.util import KexpandError
 
@@ -281,7 +281,7 @@ def test_time_group_gives_each_run_its_limit(tmp_path, monkeypatch):
         progress = type("P", (), {"say": staticmethod(lambda s: None)})()
         split = Split()
     cost.time_group(Req(), Cache(tmp_path), tmp_path / "tree", [("a", "c0ffee")],
-                    "gcc", "gcc 12", "h", {"mm/x.c": [0]}, {"mm/x.c": 50.0},
+                    At("c0ffee", "gcc", "gcc 12", "h"), {"mm/x.c": [0]}, {"mm/x.c": 50.0},
                     {("mm/x.c", "time_E"): True, ("mm/x.c", "time_c"): True})
     assert sorted(k for _, k, _ in seen) == ["time_E", "time_c"]
     assert all(lim == timing.run_limit(50.0) and lim.seconds == 1000
@@ -328,14 +328,16 @@ def test_count_one_reports_a_timeout_and_caches_nothing(tmp_path, monkeypatch):
 
 def test_new_timings_do_not_mix_with_old_and_counts_stay_valid(tmp_path):
     cache = Cache(tmp_path)
+    at = At("c0ffee", "gcc", "gcc 12", "h")
     args = (["c0ffee", "deadbeef"], "gcc", "gcc 12", "h", "mm/x.c")
+    # the keys are what they were before cache.At: no measurement is lost
     # timings and counts are versioned apart: timings by TIMING_VERSION...
-    assert cache.group_time_key(*args, "2/2") == \
+    assert cache.group_time_key(at, args[0], "mm/x.c", "2/2") == \
         Cache._key(*args, "interleaved", TIMING_VERSION, "runs=2/2")
-    assert cache.group_time_key(*args, "2/2") != \
+    assert cache.group_time_key(at, args[0], "mm/x.c", "2/2") != \
         Cache._key(*args, "interleaved", "1", "runs=2/2")       # the wait4 loop's
     # ... counts by COST_VERSION alone
-    assert cache.icount_key("c0ffee", "gcc", "gcc 12", "h", "mm/x.c", "time_c", "q") == \
+    assert cache.icount_key(at, "mm/x.c", "time_c", "q") == \
         Cache._key("c0ffee", "gcc", "gcc 12", "h", "mm/x.c", "time_c", "icount", "q",
                    COST_VERSION)
 

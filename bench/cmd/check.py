@@ -23,7 +23,7 @@ from kbuild.util import EXIT_REGRESSION, KexpandError, atomic_write, atomic_writ
 
 from .. import results
 from ..measure import scanfiles, seriescheck as sc
-from ..measure.cache import Cache
+from ..measure.cache import At, Cache
 from ..measure.scanpoint import scan_point
 from .inputs import make_command, open_tree
 from .checkdetail import explain
@@ -150,14 +150,14 @@ def cmd_check(req, case):
 def check_compiler(req, case, tree, config, base, commits, cc, ratios, base_ref):
     """Base and tip of one compiler, then the details of what regressed."""
     cache = Cache(req.work)
-    ccver, chash = build.compiler_version(cc), config.hash()
-    fresh = {"base": cache.get(cache.scan_key(base, cc, ccver, chash)) is None}
+    at = At.of(base, cc, config)
+    fresh = {"base": cache.get(cache.scan_key(at)) is None}
     scan_base = scan_point(req, case, tree, None, cache, config, base_ref, base, cc)
     tip = commits[-1][2]
     tipdir = sc.TipDir(req, tree, base, tip, cc, config)
     req.progress.step(f"tip {tip[:12]} / {cc}")
     # FULL_BUILD=1 trusts nothing: every file measured again, from nothing
-    key = cache.scan_key(tip, cc, ccver, chash) + ("-fresh" if req.full_build else "")
+    key = cache.scan_key(at.moved(tip)) + ("-fresh" if req.full_build else "")
     scan_tip = cache.get(key)
     fresh["tip"] = scan_tip is None
     inc_tip = None
@@ -169,8 +169,7 @@ def check_compiler(req, case, tree, config, base, commits, cc, ratios, base_ref)
     rows = sc.compare(scan_base, scan_tip, ratio)
     whole = sc.whole_build(scan_base, scan_tip, rows, total)
     whole["headers"] = sc.header_changes(
-        scan_base, scan_tip, scanfiles.file_headers(cache, cache.scan_key(base, cc, ccver,
-                                                                              chash)),
+        scan_base, scan_tip, scanfiles.file_headers(cache, cache.scan_key(at)),
         inc_tip if inc_tip is not None else scanfiles.file_headers(cache, key))
     whole["leads"] = sc.leads(whole, [r for r in rows if r["verdict"] == "regression"])
     regs = [r for r in rows if r["verdict"] == "regression"]
@@ -198,16 +197,15 @@ def check_compiler(req, case, tree, config, base, commits, cc, ratios, base_ref)
     if explained:    # the details, cached: the same series again costs nothing
         # clang's stacks for a blown-up file first, not for a spread's witness
         stacks = explained[0] is not witness or witness in regs
-        dkey = cache.check_key(base, [c for _, _, c in commits], cc, ccver, chash,
-                               "kbuild", [r["file"] for r in explained]
+        dkey = cache.check_key(at, [c for _, _, c in commits], "kbuild",
+                               [r["file"] for r in explained]
                                + ([] if stacks else ["(no stacks)"]))
         got = cache.get(dkey)
         if got and isinstance(got.get("explained"), list) and \
                 [r["file"] for r in got["explained"]] == [r["file"] for r in explained]:
             explained = got["explained"]
         else:
-            explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, explained,
-                    cache, stacks=stacks)
+            explain(req, case, tree, tipdir, at, commits, explained, cache, stacks=stacks)
             cache.put(dkey, {"explained": explained})
         by = {r["file"]: r for r in explained}
         regs = [by[r["file"]] for r in regs]
@@ -218,7 +216,7 @@ def check_compiler(req, case, tree, config, base, commits, cc, ratios, base_ref)
             "whole_build": whole,
             "scan_base": _scan_meta(scan_base, fresh["base"]),
             "scan_tip": _scan_meta(scan_tip, fresh["tip"]),
-            "compiler_version": ccver}
+            "compiler_version": at.ccver}
 
 
 def _scan_meta(s, fresh):
@@ -285,6 +283,4 @@ def record(req, name, posted, base_ref, base, commits, repo, package, config, pe
         "seconds": round(seconds, 1), "split_s": {k: round(v, 1) for k, v in
                                                   req.split.report()[1].items()},
         "identity": ident, "command": shlex.join(sys.argv),
-        "make_command": make_command(req),
-        "host": results.header("kexpand.check", "", "", "", "", "", "")["host"],
-        "date": results.header("kexpand.check", "", "", "", "", "", "")["date"]}
+        "make_command": make_command(req), **results.stamp()}

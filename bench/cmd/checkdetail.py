@@ -13,6 +13,7 @@ from kbuild.util import KexpandError, log
 
 from ..measure import macros
 from ..measure import seriescheck as sc
+from ..measure.cache import At
 from ..measure.expansion import measure_file, statement
 
 
@@ -25,13 +26,12 @@ def text_at(tree, commit, at):
     return statement(p.stdout, int(line)) if p.returncode == 0 else ""
 
 
-def explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cache,
-            stacks=True):
-    """Fill each regression row in place (see README, "make check results").
-    stacks: clang's expansion stacks of the first row at the tip (a clang
+def explain(req, case, tree, tipdir, at, commits, regs, cache, stacks=True):
+    """Fill each regression row in place (see README, "make check results");
+    `at`: the base, its compiler and config (cache.At). stacks: clang's expansion stacks of the first row at the tip (a clang
     build of its object), for a file that blew up; not for a whole build's
     witness, whose growth is spread over many lines."""
-    tip = commits[-1][2]
+    base, cc, tip = at.commit, at.cc, commits[-1][2]
     subjects = [s for _, s, _ in commits]
     files = [r["file"] for r in regs]
     worst, top = regs[0], regs[:sc.COUNT_TOP]
@@ -43,7 +43,7 @@ def explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cach
     # the tip: its dir is ready (the scan just used it)
     req.progress.say(f"  the tip: macros of {worst['file']}, -c counts of {len(top)} file(s)")
     tipdir.ready_at(tip)
-    at_tip = (req, cache, tip, tipdir.dir, cc, ccver, chash)
+    at_tip = (req, cache, at.moved(tip), tipdir.dir)
     _run(req, _jobs(req, worst, top, "tip", at_tip,
                     (worst["file"], worst, req, case, tree, tip, cache)
                     if stacks and cc == "gcc" else None))
@@ -62,7 +62,7 @@ def explain(req, case, tree, tipdir, base, commits, cc, ccver, chash, regs, cach
     # the base
     req.progress.say(f"  the base: macros of {worst['file']}, -c counts of {len(top)} file(s)")
     series.checkout(tree, base)
-    at_base = (req, cache, base, base_dir, cc, ccver, chash)
+    at_base = (req, cache, at, base_dir)
     _run(req, _jobs(req, worst, top, "base", at_base))
     for r in regs:
         r["hot_lines_base"] = [dict(h, source=text_at(tree, base, h["at"]))
@@ -108,11 +108,11 @@ def _run(req, jobs):
         log(f"warning: {f}: {e['error']}")
 
 
-def _count(f, row, side, req, cache, commit, bdir, cc, ccver, chash):
+def _count(f, row, side, req, cache, at, bdir):
     """-c instructions of a file at one side (cached)."""
-    req.progress.say(f"  counting instructions of {row['file']} (-c, {side}, {cc})")
+    req.progress.say(f"  counting instructions of {row['file']} (-c, {side}, {at.cc})")
     try:
-        c = sc.count_c(req, cache, commit, bdir, row["file"], cc, ccver, chash)
+        c = sc.count_c(req, cache, at, bdir, row["file"])
     except KexpandError as e:
         if e.klass == "infra":
             raise
@@ -122,15 +122,15 @@ def _count(f, row, side, req, cache, commit, bdir, cc, ccver, chash):
                               "instructions_note") if k in c}
 
 
-def _macros(f, row, side, req, cache, commit, bdir, cc, ccver, chash):
+def _macros(f, row, side, req, cache, at, bdir):
     """gcc's own bytes per macro (or clang's inclusive bytes) of a file."""
-    req.progress.say(f"  attributing {row['file']} to macros ({side}, {cc})")
+    req.progress.say(f"  attributing {row['file']} to macros ({side}, {at.cc})")
     focus = row.get("focus")        # a whole build's witness: its top header's line
-    key = cache.macros_key(commit, cc, ccver, chash, row["file"] + (f"|{focus}" if focus else ""))
+    key = cache.macros_key(at, row["file"] + (f"|{focus}" if focus else ""))
     m = cache.get(key)
     if m is None:
         e, inside = expansion(row, side, bdir)
-        m = macros.measure(bdir, row["file"], cc, e)
+        m = macros.measure(bdir, row["file"], at.cc, e)
         if focus and inside:
             m["focus_line"] = inside[0]       # at, bytes, the statement's text
         if m.get("status") != "error":
@@ -145,8 +145,7 @@ def _clang_stack(f, row, req, case, tree, tip, cache):
     config = build.case_config(req, case)
     f = row["file"]
     bdir = build.build_dir(tree, tip, "clang")
-    ccver = build.compiler_version("clang")
-    key = cache.macros_key(tip, "clang", ccver, config.hash(), f)
+    key = cache.macros_key(At.of(tip, "clang", config), f)
     m = cache.get(key)
     if m is None:
         req.progress.say(f"  clang: building {f} at the tip for its expansion stacks")

@@ -12,7 +12,7 @@ from kbuild.util import KexpandError, atomic_write, atomic_write_json, log
 
 from .. import results
 from ..measure import headerfiles
-from ..measure.cache import Cache
+from ..measure.cache import At, Cache
 from ..measure.scanpoint import scan_points
 from .inputs import open_tree, select
 
@@ -78,8 +78,8 @@ def write_header_files(req, out, scan_a, scan_b, cc):
         (out / "headers-files.json").unlink(missing_ok=True)
         return
     cache = Cache(req.work)
-    key_a, key_b = (cache.scan_key(s["commit"], cc, s["compiler_version"], s["config_hash"])
-                    if s.get("headers") else None for s in (scan_a, scan_b))
+    key_a, key_b = (cache.scan_key(At.of_record(s)) if s.get("headers") else None
+                    for s in (scan_a, scan_b))
     atomic_write_json(out / "headers-files.json", headerfiles.extract(
         cache, key_a, key_b, scan_a.get("headers"), scan_b["headers"],
         (scan_a["commit"], scan_b["commit"])))

@@ -27,7 +27,7 @@ from kbuild.proc import run
 from kbuild.util import KexpandError, atomic_write, atomic_write_json, log
 
 from .. import results
-from ..measure.cache import Cache
+from ..measure.cache import At, Cache
 from ..measure.expansion import measure_file
 from .inputs import file_slug, open_tree
 
@@ -168,8 +168,8 @@ class Sweep:
         chash = hashlib.sha256(text).hexdigest()[:16]
         rec = {"id": cid, "kind": kind, "config_sha256": chash,
                "options": read_config(bdir / ".config")}
-        key = self.cache.sweep_key(self.commit, build.compiler_version("gcc"),
-                                   chash, self.rel)
+        key = self.cache.sweep_key(At(self.commit, "gcc", build.compiler_version("gcc"),
+                                      chash), self.rel)
         got = self.cache.get(key)
         if got is None:
             self.req.progress.say(f"  config {cid} ({kind}): building {kcmd.obj_of(self.rel)}")

@@ -149,8 +149,8 @@ def measure_local(req, case, tree, commits, files, ccs, name):
     req.progress.total = len(commits) * len(ccs)
     out = {}
     for c in commits:
-        vals, setup = {}, {"config_hash": config.hash(), "host": results.header(
-            "", "", "", "", "", "", "")["host"], "counter": counter}
+        vals, setup = {}, {"config_hash": config.hash(), "host": results.stamp()["host"],
+                           "counter": counter}
         for cc in ccs:
             req.progress.step(f"{c['short']} / {cc}  {c['subject'][:50]}")
             prev = state.get(cc)

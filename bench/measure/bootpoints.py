@@ -7,7 +7,7 @@ from kbuild import boot, build, conformance, series
 from kbuild.util import EXIT_BOOT, EXIT_BUILD, EXIT_INFRA, atomic_write_json, log
 
 from .. import results
-from .cache import Cache
+from .cache import At, Cache
 
 
 def boot_points(req, case, tree, todo):
@@ -16,12 +16,12 @@ def boot_points(req, case, tree, todo):
     of the code under test are cached; an infra error is retried next run."""
     cache = Cache(req.work)
     config = build.case_config(req, case)
-    chash, ccver, qver = config.hash(), build.compiler_version("gcc"), boot.qemu_version()
+    qver = boot.qemu_version()
     worst = 0
     for name, commit in todo:
+        at = At.of(commit, "gcc", config)
         promises = case.point(name).promises_text() if name in case.names() else ""
-        key = cache.boot_key(commit, ccver, chash, boot.inputs_hash(), qver,
-                             promises, req.boot_timeout)
+        key = cache.boot_key(at, boot.inputs_hash(), qver, promises, req.boot_timeout)
         r = cache.get(key)
         req.progress.step(f"boot {name}" + (" (cached)" if r else ""))
         if r is None:
@@ -41,8 +41,7 @@ def boot_points(req, case, tree, todo):
             f"  {name}: {r['status']}, {r.get('tests_passed', 0)} passed, "
             f"{r.get('tests_failed', 0)} failed, {r.get('tests_skipped', 0)} skipped"
             + (f", /init after {r['boot_s']}s" if r.get("boot_s") else ""))
-        rec = dict(r, **results.header("kexpand.boot", case.name, name, commit,
-                                       "gcc", ccver, chash))
+        rec = dict(r, **results.header("kexpand.boot", case.name, name, at))
         atomic_write_json(results.record_path(req.results, commit, "gcc")
                           .with_name("boot.json"), rec)
         if r["status"] != "booted":
@@ -56,10 +55,11 @@ def conformance_points(req, case, tree, todo):
     if not snippets:
         return
     cache = Cache(req.work)
-    chash, ccver = build.case_config(req, case).hash(), build.compiler_version("gcc")
+    config = build.case_config(req, case)
     focus = [f for f, _ in case.focus]
     for name, commit in todo:
-        key = {s["name"]: cache.conformance_key(commit, ccver, chash, s["hash"])
+        at = At.of(commit, "gcc", config)
+        key = {s["name"]: cache.conformance_key(at, s["hash"])
                for s in snippets}
         got = {n: cache.get(k) for n, k in key.items()}
         missing = [s for s in snippets if got[s["name"]] is None]
@@ -75,8 +75,7 @@ def conformance_points(req, case, tree, todo):
             for s in missing:
                 got[s["name"]] = conformance.compile_snippet(bdir, template, s["path"])
                 cache.put(key[s["name"]], got[s["name"]])
-        rec = results.header("kexpand.conformance", case.name, name, commit,
-                             "gcc", ccver, chash)
+        rec = results.header("kexpand.conformance", case.name, name, at)
         rec.update({"results": got, "snippets": [
             {k: sn[k] for k in ("name", "title", "expect")} for sn in snippets]})
         atomic_write_json(results.record_path(req.results, commit, "gcc")

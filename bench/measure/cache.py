@@ -2,12 +2,14 @@
 measurement, keyed by (commit, compiler + version, config hash, file,
 kind, setting). One key function per kind, so every stage that reuses a
 measurement builds the same key."""
+import dataclasses
 import gzip
 import hashlib
 import json
 import zlib
 from pathlib import Path
 
+from kbuild import build
 from kbuild.util import atomic_write, atomic_write_json, log, read_json
 
 # Bump when what a kind measures changes: its cached values are then stale.
@@ -32,6 +34,35 @@ CHECK_VERSION = "2"     # what make check's details hold (2: the whole build's w
 TIMING_VERSION = "2"
 
 
+@dataclasses.dataclass(frozen=True)
+class At:
+    """What a measurement is of, besides its file: a commit, built by a
+    compiler (its name and version) at a config (build.Config.hash()).
+    Every cache key starts with it."""
+    commit: str
+    cc: str
+    ccver: str
+    chash: str
+
+    @classmethod
+    def of(cls, commit, cc, config):
+        """This machine's compiler `cc` at `config` (a build.Config)."""
+        return cls(commit, cc, build.compiler_version(cc), config.hash())
+
+    @classmethod
+    def of_record(cls, rec):
+        """What a record (results.header's fields) measured."""
+        return cls(rec["commit"], rec["compiler"], rec["compiler_version"],
+                   rec["config_hash"])
+
+    def moved(self, commit):
+        """The same compiler and config at another commit."""
+        return dataclasses.replace(self, commit=commit)
+
+    def parts(self):
+        return (self.commit, self.cc, self.ccver, self.chash)
+
+
 class Cache:
     """Measurements keyed by (commit, compiler + version, config hash, file,
     kind, setting); one small JSON file each. One key function per kind, so
@@ -44,51 +75,49 @@ class Cache:
     def _key(*parts):
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
 
-    def expand_key(self, commit, cc, ccver, chash, f):
-        return self._key(commit, cc, ccver, chash, f, "expand", ANALYZER_VERSION,
-                         EXPAND_VERSION)
+    def expand_key(self, at, f):
+        return self._key(*at.parts(), f, "expand", ANALYZER_VERSION, EXPAND_VERSION)
 
-    def group_time_key(self, commits, cc, ccver, chash, f, runs):
-        """One file's interleaved runs at a group of commits (bench/cost.py)."""
-        return self._key(commits, cc, ccver, chash, f, "interleaved",
+    def group_time_key(self, at, commits, f, runs):
+        """One file's interleaved runs at a group of commits (bench/cost.py),
+        each with `at`'s compiler and config."""
+        return self._key(commits, at.cc, at.ccver, at.chash, f, "interleaved",
                          TIMING_VERSION, f"runs={runs}")
 
-    def icount_key(self, commit, cc, ccver, chash, f, kind, source):
-        return self._key(commit, cc, ccver, chash, f, kind, "icount", source,
-                         COST_VERSION)
+    def icount_key(self, at, f, kind, source):
+        return self._key(*at.parts(), f, kind, "icount", source, COST_VERSION)
 
-    def boot_key(self, commit, ccver, chash, inputs, qver, promises, timeout):
-        return self._key(commit, "gcc", ccver, chash, "boot", inputs, qver,
-                         promises, timeout)
+    def boot_key(self, at, inputs, qver, promises, timeout):
+        return self._key(*at.parts(), "boot", inputs, qver, promises, timeout)
 
-    def conformance_key(self, commit, ccver, chash, snippet_hash):
-        return self._key(commit, "gcc", ccver, chash, "conformance", snippet_hash)
+    def conformance_key(self, at, snippet_hash):
+        return self._key(*at.parts(), "conformance", snippet_hash)
 
-    def lines_key(self, commit, cc, ccver, chash, f):
-        return self._key(commit, cc, ccver, chash, f, "lines", ANALYZER_VERSION)
+    def lines_key(self, at, f):
+        return self._key(*at.parts(), f, "lines", ANALYZER_VERSION)
 
-    def macros_key(self, commit, cc, ccver, chash, f):
-        return self._key(commit, cc, ccver, chash, f, "macros", MACROS_VERSION)
+    def macros_key(self, at, f):
+        return self._key(*at.parts(), f, "macros", MACROS_VERSION)
 
-    def sweep_key(self, commit, ccver, config_sha, f):
-        """One file under one .config of a sweep (bench/sweep.py), gcc."""
-        return self._key(commit, "gcc", ccver, config_sha, f, "sweep", ANALYZER_VERSION)
+    def sweep_key(self, at, f):
+        """One file under one .config of a sweep (bench/sweep.py): `at`'s
+        config is that .config's own hash."""
+        return self._key(*at.parts(), f, "sweep", ANALYZER_VERSION)
 
-    def check_key(self, base, commits, cc, ccver, chash, path, files):
+    def check_key(self, at, commits, path, files):
         """The details make check found for the files that regressed from
-        base through the series' commits (bench/cmd/checkdetail.py)."""
-        return self._key(base, commits, cc, ccver, chash, path, sorted(files), "check",
-                         ANALYZER_VERSION, SCAN_VERSION, MACROS_VERSION, COST_VERSION,
-                         CHECK_VERSION)
+        the base (`at`) through the series' commits (bench/cmd/checkdetail.py)."""
+        return self._key(at.commit, commits, at.cc, at.ccver, at.chash, path, sorted(files),
+                         "check", ANALYZER_VERSION, SCAN_VERSION, MACROS_VERSION,
+                         COST_VERSION, CHECK_VERSION)
 
-    def track_key(self, commit, cc, ccver, chash, counter, f):
+    def track_key(self, at, counter, f):
         """One file's track values measured on a Dask worker (whose own
         cache holds the measurement), kept by the client."""
-        return self._key(commit, cc, ccver, chash, counter, f, "track", ANALYZER_VERSION,
-                         COST_VERSION)
+        return self._key(*at.parts(), counter, f, "track", ANALYZER_VERSION, COST_VERSION)
 
-    def scan_key(self, commit, cc, ccver, chash):
-        return self._key(commit, cc, ccver, chash, "scan", ANALYZER_VERSION, SCAN_VERSION)
+    def scan_key(self, at):
+        return self._key(*at.parts(), "scan", ANALYZER_VERSION, SCAN_VERSION)
 
     def get(self, key, shape=dict):
         """The cached value, or None. A value of the wrong shape is

@@ -13,19 +13,21 @@ import re
 from kbuild import build, builddir, kcmd, series
 from kbuild.util import KexpandError, atomic_write_json
 
-from .cache import Cache
+from .cache import At, Cache
 from .expansion import analyze, statement, tree_path
 
 ALL_LINES = 10_000_000
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
 
 
-def per_line_bytes(req, config, ccver, tree, commit, cc, f):
-    """{(path, line): bytes} of one file's -E output at `commit` (cached
-    in the work directory; the object was built by the measurement)."""
+def per_line_bytes(req, config, at, tree, f):
+    """{(path, line): bytes} of one file's -E output at `at` (a cache.At of
+    `config`; cached in the work directory; the object was built by the
+    measurement)."""
     cache = Cache(req.work)
-    key = cache.lines_key(commit, cc, ccver, config.hash(), f)
+    key = cache.lines_key(at, f)
     got = cache.get(key, shape=list)
+    commit, cc = at.commit, at.cc
     if got is None:
         series.checkout(tree, commit)
         bdir = build.build_dir(tree, commit, cc)
@@ -79,12 +81,13 @@ def changed_lines(req, case, tree, a, b, cc, files, top=15):
     `files`: [{at_a, at_b, bytes_a, bytes_b, delta, files, source}]."""
     hunks = diff_hunks(tree, a, b)
     # once, not per file and side: `cc --version` is a process each time
-    config, ccver = build.case_config(req, case), build.compiler_version(cc)
+    config = build.case_config(req, case)
+    side_a = At.of(a, cc, config)
     total = {}                      # key -> [bytes_a, bytes_b, files changed]
     # every file at A, then every file at B: one checkout per side, not two
     # per file (500 files took 1,000 checkouts, about 1 s each on the tree)
-    at_a = {f: per_line_bytes(req, config, ccver, tree, a, cc, f) for f in files}
-    at_b = {f: per_line_bytes(req, config, ccver, tree, b, cc, f) for f in files}
+    at_a = {f: per_line_bytes(req, config, side_a, tree, f) for f in files}
+    at_b = {f: per_line_bytes(req, config, side_a.moved(b), tree, f) for f in files}
     for f in files:
         la, lb = at_a[f], at_b[f]
         mine = {}

@@ -49,23 +49,23 @@ def side_labels(sides):
     return names
 
 
-def time_group(req, cache, tree, sides, cc, ccver, chash, ok_sides, estimates,
-               counted):
+def time_group(req, cache, tree, sides, at, ok_sides, estimates, counted):
     """Interleaved runs of every file's -E and -c at the sides where it was
-    measured ok. sides: [(name, commit)]; ok_sides: {file: [side index]};
+    measured ok. sides: [(name, commit)]; at: their compiler and config
+    (cache.At, of the first side); ok_sides: {file: [side index]};
     estimates: {file: seconds of one -E} and counted: {(file, kind): True
     where instructions were counted at every side} choose the run counts
     (timing.choose_runs) and the time limit of each run (timing.run_limit).
     Returns
     ({(side index, file): {"time_E": ..., "time_c": ...}}, {(side index,
     file): error}); cached per file and group of commits."""
-    commits = [c for _, c in sides]
+    commits, cc = [c for _, c in sides], at.cc
     labels = side_labels(sides)
     out, todo = {}, []
     for f, idx in ok_sides.items():
         runs = {k: timing.choose_runs(estimates[f], req.runs, counted[(f, k)])
                 for k in KINDS}
-        key = cache.group_time_key([commits[i] for i in idx], cc, ccver, chash, f,
+        key = cache.group_time_key(at, [commits[i] for i in idx], f,
                                    req.runs or "/".join(str(runs[k]) for k in KINDS))
         got = cache.get(key)
         if isinstance(got, dict) and isinstance(got.get("sides"), list) and \
@@ -119,9 +119,9 @@ def time_group(req, cache, tree, sides, cc, ccver, chash, ok_sides, estimates,
     return out, errors
 
 
-def count_plan(req, cache, commit, cc, ccver, chash, f, kind, estimate):
+def count_plan(req, cache, at, f, kind, estimate):
     """What to do about the instruction count of f's `kind` command at one
-    commit: ("have", result) when cached or not to be counted (the result
+    commit, compiler and config (`at`: cache.At): ("have", result) when cached or not to be counted (the result
     then says why), ("count", cache key) otherwise. Only -E is capped:
     a -E whose preprocessor took more than ICOUNT_CAP CPU seconds in the
     expansion run (`estimate`) is not counted; -c is always counted, since
@@ -135,7 +135,7 @@ def count_plan(req, cache, commit, cc, ccver, chash, f, kind, estimate):
                         "instructions_note": f"not counted: the preprocessor took "
                         f"{estimate:.1f} s of CPU, over the {req.icount_cap} s cap "
                         "(ICOUNT_CAP)"}
-    key = cache.icount_key(commit, cc, ccver, chash, f, kind, icount.identity(src))
+    key = cache.icount_key(at, f, kind, icount.identity(src))
     c = cache.get(key)
     if isinstance(c, dict) and isinstance(c.get("instructions"), int):
         return "have", c

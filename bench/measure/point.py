@@ -11,7 +11,7 @@ from kbuild.util import EXIT_BUILD
 
 from .. import results
 from . import cost, macros
-from .cache import Cache
+from .cache import At, Cache
 from .expansion import measure_file
 
 KINDS = ("expand", "macros")
@@ -35,9 +35,8 @@ class PointMeasurement:
         self.move_from = move_from
         self.cache = Cache(req.work)
         self.bdir = build.build_dir(tree, commit, cc)
-        self.ccver = build.compiler_version(cc)
         self.config = build.case_config(req, case)
-        self.chash = self.config.hash()
+        self.at = At.of(commit, cc, self.config)
         self.kinds = KINDS if attribute else KINDS[:1]
         self.got = {}                                 # (file, kind) -> entry
         self.counts = {f: {} for f in files}          # file -> {time_E: count}
@@ -47,8 +46,8 @@ class PointMeasurement:
 
     def key(self, f, kind):
         if kind == "expand":
-            return self.cache.expand_key(self.commit, self.cc, self.ccver, self.chash, f)
-        return self.cache.macros_key(self.commit, self.cc, self.ccver, self.chash, f)
+            return self.cache.expand_key(self.at, f)
+        return self.cache.macros_key(self.at, f)
 
     def load(self):
         """What the cache has; a value of the wrong shape is measured again."""
@@ -65,8 +64,7 @@ class PointMeasurement:
         for kind in kinds:
             e = self.got[(f, "expand")]
             est = e.get("cpp_cpu_s", e["analyze_seconds"]) if kind == "time_E" else 0
-            what, v = cost.count_plan(self.req, self.cache, self.commit, self.cc,
-                                      self.ccver, self.chash, f, kind, est)
+            what, v = cost.count_plan(self.req, self.cache, self.at, f, kind, est)
             if what == "have":
                 self.counts[f][kind] = v
             else:
@@ -115,7 +113,7 @@ class PointMeasurement:
         commit and config already (builddir.built); returns the files that
         can be measured."""
         series.checkout(self.tree, self.commit)
-        if builddir.built(self.bdir, self.chash, need):
+        if builddir.built(self.bdir, self.at.chash, need):
             return list(need)
         targets = [kcmd.obj_of(f) for f in need]
         with self.req.split.timed("builds"):
@@ -158,8 +156,7 @@ class PointMeasurement:
                 self.got[(f, "expand")], **{k: self.got[(f, k)] for k in self.kinds[1:]})
             if self.count and f not in self.failed:
                 entries[f]["counts"] = self.counts[f]
-        rec = results.header("kexpand.expansion", self.case.name, self.name,
-                             self.commit, self.cc, self.ccver, self.chash)
+        rec = results.header("kexpand.expansion", self.case.name, self.name, self.at)
         rec.update({"arch": build.ARCH, "build_dir": self.bdir.name,
                     "build": self.build_info, "files": entries})
         return rec
@@ -182,8 +179,7 @@ def measure_cost(req, case, tree, sides, cc, recs):
     time_c with the instruction counts measure_point took; a timed command
     that fails makes its file an error at that side. sides: [(name, commit)]."""
     cache = Cache(req.work)
-    ccver = build.compiler_version(cc)
-    chash = build.case_config(req, case).hash()
+    at = At.of(sides[0][1], cc, build.case_config(req, case))
     ok_sides = {f: [i for i, r in enumerate(recs) if r["files"][f].get("status") == "ok"]
                 for f in recs[0]["files"]}
     ok_sides = {f: idx for f, idx in ok_sides.items() if idx}
@@ -193,8 +189,7 @@ def measure_cost(req, case, tree, sides, cc, recs):
     counted = {(f, k): all((entry(i, f).get("counts") or {}).get(k, {})
                            .get("instructions") is not None for i in idx)
                for f, idx in ok_sides.items() for k in cost.KINDS}
-    timed, errors = cost.time_group(req, cache, tree, sides, cc, ccver, chash,
-                                    ok_sides, est, counted)
+    timed, errors = cost.time_group(req, cache, tree, sides, at, ok_sides, est, counted)
     for (i, f), t in timed.items():
         e = dict(entry(i, f), **t)
         cost.add_counts(e, e.pop("counts", None))

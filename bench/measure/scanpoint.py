@@ -13,7 +13,7 @@ from kbuild.util import atomic_write_json, log
 
 from .. import results
 from . import dist, kbuildscan, scanfiles
-from .cache import Cache
+from .cache import At, Cache
 
 
 def log_summary(scan, name):
@@ -22,12 +22,12 @@ def log_summary(scan, name):
         f"{scan['overhead_ratio']})")
 
 
-def remote_scan(req, case, c, commit, cc, ccver, config):
+def remote_scan(req, case, c, at):
     """One commit on DASK_SCHEDULER's workers, in the record's shape."""
     spec = {"case": case.name, "cases_dir": str(req.cases_dir),
             "tarball": str(req.tarball), "kernel": req.kernel and str(Path(req.kernel).resolve()),
-            "commit": commit, "compiler": cc, "compiler_version": ccver,
-            "config_base": req.config_base, "config_hash": config.hash(),
+            "commit": at.commit, "compiler": at.cc, "compiler_version": at.ccver,
+            "config_base": req.config_base, "config_hash": at.chash,
             "strict": req.strict_config,
             "kconfig_text": req.kconfig.read_text() if req.kconfig else None}
     t0 = time.monotonic()
@@ -53,12 +53,12 @@ def scan_point(req, case, tree, c, cache, config, name, commit, cc):
     """One commit's scan (cached by commit, compiler and config): every C
     file through the analyzer, the record in results/. On DASK_SCHEDULER's
     workers when `c` is its client, else Kbuild-driven here."""
-    chash, ccver = config.hash(), build.compiler_version(cc)
-    key = cache.scan_key(commit, cc, ccver, chash)
+    at = At.of(commit, cc, config)
+    key = cache.scan_key(at)
     sc = cache.get(key)
     req.progress.step(f"scan {name} / {cc}" + (" (cached)" if sc else ""))
     if sc is None and c is not None:
-        sc = remote_scan(req, case, c, commit, cc, ccver, config)
+        sc = remote_scan(req, case, c, at)
         scanfiles.keep(cache, key, sc)
     elif sc is None:
         series.checkout(tree, commit)
@@ -66,8 +66,7 @@ def scan_point(req, case, tree, c, cache, config, name, commit, cc):
             sc = kbuildscan.scan(tree, commit, cc, config, req.jobs, req.progress)
         scanfiles.keep(cache, key, sc)
     log_summary(sc, name)
-    rec = dict(sc, **results.header("kexpand.scan", case.name, name, commit,
-                                    cc, ccver, chash))
+    rec = dict(sc, **results.header("kexpand.scan", case.name, name, at))
     tag = results.config_tag(req.config_base, req.kconfig)
     atomic_write_json(results.record_path(req.results, commit, cc).with_name(
         f"scan-{cc}{tag}.json"), rec)

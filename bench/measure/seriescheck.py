@@ -227,10 +227,10 @@ def details(req, side_dir, f, cc, cache_key, cache, attribute=True):
     return out
 
 
-def count_c(req, cache, commit, bdir, f, cc, ccver, chash):
-    """The instruction count of f's -c at one side (cached)."""
-    what, v = cost.count_plan(req, cache, commit, cc, ccver, chash, f, "time_c", 0)
+def count_c(req, cache, at, bdir, f):
+    """The instruction count of f's -c at one side (`at`: cache.At; cached)."""
+    what, v = cost.count_plan(req, cache, at, f, "time_c", 0)
     if what == "have":
         return v
-    return cost.count_one(cache, v, bdir, f, cc, "time_c")
+    return cost.count_one(cache, v, bdir, f, at.cc, "time_c")
 

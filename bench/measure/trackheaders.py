@@ -10,7 +10,7 @@ commit when it is not among them. A new commit at the end of the range
 may change the choice; every commit's values are then taken again."""
 from kbuild.util import log, read_json
 
-from .cache import Cache
+from .cache import At, Cache
 
 N_CHANGED = 8
 RULE = (f"the {N_CHANGED} headers whose own bytes changed most between the first and "
@@ -24,7 +24,7 @@ def _own(cache, c, cc):
     ccver, chash = setup.get(cc), setup.get("config_hash")
     if not isinstance(ccver, str) or not isinstance(chash, str):
         return None
-    agg = (cache.get(cache.scan_key(c["commit"], cc, ccver, chash)) or {}).get("headers")
+    agg = (cache.get(cache.scan_key(At(c["commit"], cc, ccver, chash))) or {}).get("headers")
     hs = agg.get("headers") if isinstance(agg, dict) else None
     if not isinstance(hs, dict):
         return None

@@ -8,7 +8,7 @@ track.json of the wrong shape are redrawn from the cache, with a message
 naming the file."""
 from kbuild.util import log, read_json
 
-from .cache import Cache
+from .cache import At, Cache
 from .trackdist import values_of
 
 FIELDS = ("bytes", "longest_line", "instructions_c", "status")
@@ -29,12 +29,12 @@ def _commits(path):
     return []
 
 
-def _value(cache, commit, cc, ccver, chash, counter, f, old):
-    """One file's values at one commit from the cache, or None."""
-    e = cache.get(cache.expand_key(commit, cc, ccver, chash, f))
+def _value(cache, at, counter, f, old):
+    """One file's values at one commit (`at`: cache.At) from the cache, or None."""
+    e = cache.get(cache.expand_key(at, f))
     old = old if isinstance(old, dict) else {}
     if e is None:               # measured on a Dask worker
-        v = cache.get(cache.track_key(commit, cc, ccver, chash, counter, f))
+        v = cache.get(cache.track_key(at, counter, f))
         if v is not None and all(k in v for k in FIELDS):
             return v
     if e is None:
@@ -44,7 +44,7 @@ def _value(cache, commit, cc, ccver, chash, counter, f, old):
             return {"bytes": None, "longest_line": None, "instructions_c": None,
                     "status": str(old["status"])}
         return None
-    cnt = cache.get(cache.icount_key(commit, cc, ccver, chash, f, "time_c", counter)) \
+    cnt = cache.get(cache.icount_key(at, f, "time_c", counter)) \
         if counter else None
     if e.get("status") == "ok" and not isinstance((cnt or {}).get("instructions"), int):
         if old.get("instructions_c") is not None:
@@ -69,13 +69,14 @@ def _from_cache(cache, c, files, ccs, scan):
         if not isinstance(ccver, str):
             return None
         olds = old.get(cc) if isinstance(old.get(cc), dict) else {}
+        at = At(c["commit"], cc, ccver, chash)
         for f in files:
-            v = _value(cache, c["commit"], cc, ccver, chash, counter, f, olds.get(f))
+            v = _value(cache, at, counter, f, olds.get(f))
             if v is None:
                 return None
             vals.setdefault(cc, {})[f] = v
         if scan:
-            s = cache.get(cache.scan_key(c["commit"], cc, ccver, chash))
+            s = cache.get(cache.scan_key(at))
             if not isinstance((s or {}).get("total_bytes"), int):
                 return None
             total[cc] = s["total_bytes"]
@@ -101,7 +102,7 @@ def keep_remote(work, got):
         s = r["setup"]
         for cc, per in r["values"].items():
             for f, v in per.items():
-                cache.put(cache.track_key(commit, cc, s[cc], s["config_hash"],
+                cache.put(cache.track_key(At(commit, cc, s[cc], s["config_hash"]),
                                           s.get("counter"), f), v)
 
 
