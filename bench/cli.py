@@ -21,7 +21,7 @@ Reports (plots, tables, index.html) are drawn by compare.py afterwards."""
 import argparse
 
 from kbuild import proc, sandbox, series, settings
-from kbuild.util import main_wrapper
+from kbuild.util import KexpandError, main_wrapper
 
 from .cmd import (analyzer, bench, bisection, boot, check, checkbench, compare, prepare,
                   scan, sweep, track)
@@ -32,7 +32,6 @@ COMMON = ("case", "points", "files", "cc", "kernel", "a", "b", "file", "good",
 
 class Parser(argparse.ArgumentParser):
     def error(self, message):
-        from kbuild.util import KexpandError
         raise KexpandError(f"{message}; see 'kexpand.py --help'")
 
 

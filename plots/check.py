@@ -4,6 +4,7 @@ a subject, what was tested, a base | %change | tip table, the details of
 each file, a reproduce block) and report.md (the same in Markdown, for
 the page). Pure functions from the record to text."""
 import re
+import shlex
 import textwrap
 
 from .headers import check_lines as header_lines
@@ -312,7 +313,6 @@ def report_txt(rec):
 def reproduce(command):
     """The make line, one argument per line (shell continuations) where it
     does not fit: only an argument longer than a line (a path) goes over."""
-    import shlex
     line = f"        {command}"
     if len(line) <= WIDTH:
         return [line]

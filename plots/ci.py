@@ -13,6 +13,7 @@ from its check.json (pure functions; compare.py writes the files):
 import email.policy
 import email.utils
 import hashlib
+import json
 import re
 import shlex
 from datetime import datetime
@@ -232,7 +233,6 @@ def reply_mail(rec, txt, sender, reported_by=None, url=None):
 
 def files(rec, txt, dirname, sender, reported_by=None, base_url=None):
     """{name: bytes} of the CI files beside report.txt (compare.py writes them)."""
-    import json
     url = target_url(base_url, dirname)
     pw = patchwork_check(rec, url)
     return {"patchwork-check.json": (json.dumps(pw, indent=1, ensure_ascii=False)

@@ -2,6 +2,7 @@
 each focus file's hottest line, and the macro changes of a compare pair,
 all from the `macros` entries of the records (bench/macros.py)."""
 from bench.measure.macros import changes
+from bench.results import write_report as atomic_write
 
 from . import flame
 
@@ -161,7 +162,6 @@ def line_markdown(index, records, top=3):
 def flame_graphs(index, records, outdir):
     """flame-<file>-<n>-<point>.svg (n: the point's place in the series) for each focus file's hottest line (clang
     stacks). Returns the paths written, in (file, point) order."""
-    from bench.results import write_report as atomic_write
     by = {(r["commit"], r["compiler"]): r for r in records}
     written = []
     for f in list(index.get("focus") or index["files"]):

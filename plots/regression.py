@@ -60,7 +60,7 @@ def unit_of(formatter):
     return {human_bytes: "bytes", human_seconds: "s", human_kb: "kB"}.get(formatter, "")
 
 
-def _save(fig, out_base, hover=None):
+def save(fig, out_base, hover=None):
     """PNG and SVG side by side, each written atomically (mode 0644); the
     SVG with the hover titles, if any."""
     fig.tight_layout()
@@ -105,7 +105,7 @@ def series_plot(points, lines, out_base, title, ylabel, log=True,
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.4)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    _save(fig, out_base, hover)
+    save(fig, out_base, hover)
 
 
 def pair_bars(files, a_vals, b_vals, a_label, b_label, out_base, title,
@@ -132,7 +132,7 @@ def pair_bars(files, a_vals, b_vals, a_label, b_label, out_base, title,
     ax.set_title(title, fontsize=10)
     ax.grid(True, axis="y", alpha=0.4)
     ax.legend(fontsize=8)
-    _save(fig, out_base, hover)
+    save(fig, out_base, hover)
 
 
 def growth_histogram(ratios, out_base, title):
@@ -154,7 +154,7 @@ def growth_histogram(ratios, out_base, title):
     ax.set_ylabel("number of files (log scale)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
-    _save(fig, out_base, hover)
+    save(fig, out_base, hover)
 
 
 def totals_plot(points, totals, builds, clean, out_base, title):
@@ -181,7 +181,7 @@ def totals_plot(points, totals, builds, clean, out_base, title):
     a2.set_xticklabels(points, rotation=15, ha="right")
     a2.set_xlabel("series point (in order)")
     a1.set_title(title, fontsize=10)
-    _save(fig, out_base, hover)
+    save(fig, out_base, hover)
 
 
 def header_bars(by_dir, grew, out_base, title):
@@ -211,4 +211,4 @@ def header_bars(by_dir, grew, out_base, title):
     a2.tick_params(axis="y", labelsize=7)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    _save(fig, out_base, hover)
+    save(fig, out_base, hover)

@@ -1,7 +1,7 @@
 """The report of one `make sweep`: sweep.md and the effect plot, from
 results/sweep/<point>/<file>/sweep.json (written by bench/sweep.py)."""
 from .hover import Hover
-from .regression import _save, human_bytes, plt
+from .regression import human_bytes, plt, save
 
 TOP = 15
 
@@ -37,7 +37,7 @@ def effect_plot(data, out_base):
     ax.set_title(f"{data['file']} at {data['point']}: options by effect on "
                  f"expansion\n{n_ok} configurations, {data['package']}", fontsize=9)
     ax.legend(fontsize=8, loc="lower right")
-    return _save(fig, out_base, hover)
+    return save(fig, out_base, hover)
 
 
 def markdown(data, top=10):

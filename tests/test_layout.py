@@ -314,3 +314,73 @@ def test_each_setting_is_parsed_once_in_settings():
         if used:
             bad[p] = used
     assert bad == {}
+
+
+# third-party libraries that take long to import and serve one path only:
+# imported where that path starts (Dask with DASK_SCHEDULER=, scipy where a
+# verdict is made, matplotlib after its backend is chosen)
+LAZY_IMPORTS = {"dask", "distributed", "scipy", "matplotlib"}
+
+
+def inner_imports(text):
+    """(line, module) of each import that is not at the top of the module
+    (in a function, a class, or under an if/try inside one)."""
+    tree = ast.parse(text)
+    top = set()
+    for n in tree.body:     # the top level, and under a top-level if/try
+        top.add(id(n))
+        if isinstance(n, (ast.If, ast.Try)):
+            top |= {id(m) for m in ast.walk(n) if isinstance(m, (ast.Import, ast.ImportFrom))}
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in top:
+            mods = [a.name for a in n.names] if isinstance(n, ast.Import) else \
+                ["." * n.level + (n.module or "")]
+            out += [(n.lineno, m) for m in mods]
+    return out
+
+
+def private_uses(text):
+    """(line, name) of each private name of another module: `from x import
+    _y`, or `module._y` (not self._y, cls._y, or a dunder)."""
+    out = []
+    for n in ast.walk(ast.parse(text)):
+        if isinstance(n, ast.ImportFrom):
+            out += [(n.lineno, a.name) for a in n.names
+                    if a.name.startswith("_") and not a.name.startswith("__")]
+        elif isinstance(n, ast.Attribute) and n.attr.startswith("_") and \
+                not n.attr.startswith("__") and isinstance(n.value, ast.Name) and \
+                n.value.id not in ("self", "cls"):
+            out.append((n.lineno, f"{n.value.id}.{n.attr}"))
+    return out
+
+
+@pytest.mark.parametrize("snippet,hits", [
+    ("import os\ndef f():\n    import json\n", [(3, "json")]),
+    ("def f():\n    from .x import y\n", [(2, ".x")]),
+    ("try:\n    import yaml\nexcept ImportError:\n    pass\n", []),
+    ("class C:\n    import re\n", [(2, "re")]),
+])
+def test_inner_import_checker(snippet, hits):
+    assert inner_imports(snippet) == hits
+
+
+@pytest.mark.parametrize("snippet,hits", [
+    ("from .dist import _config\n", [(1, "_config")]),
+    ("x = dist._results(c)\n", [(1, "dist._results")]),
+    ("self._x = 1\ny = cls._z\nz = a.__class__\n", []),
+])
+def test_private_name_checker(snippet, hits):
+    assert private_uses(snippet) == hits
+
+
+def test_imports_at_the_top_and_no_private_names_across_modules():
+    """Every import at the top of its module (but the slow third-party
+    libraries of one path, LAZY_IMPORTS), and no module uses another's
+    private names: what is shared is public."""
+    inner = {p: [(n, m) for n, m in inner_imports(t) if m.split(".")[0] not in LAZY_IMPORTS]
+             for p, t in SOURCES.items() if not p.startswith("tests/")}
+    assert {p: v for p, v in inner.items() if v} == {}
+    private = {p: v for p, t in SOURCES.items()
+               if not p.startswith("tests/") and (v := private_uses(t))}
+    assert private == {}

@@ -15,6 +15,7 @@ DASK_SCHEDULER=, commits are measured on the cluster's workers
 (measure/trackdist.py). The noise model is bench/history.py's. Writes
 results/track/<name>/track.json and one CSV per metric and compiler;
 compare.py --track draws the graphs and pages."""
+import copy
 import datetime
 import re
 import shlex
@@ -25,11 +26,10 @@ from kbuild.gitops import git
 from kbuild.util import KexpandError, atomic_write_json, log, read_json
 
 from .. import history, results
-from ..measure import icount, trackheaders, trackvalues
+from ..measure import icount, trackdist, trackheaders, trackvalues
 from ..measure.changed_lines import write_changed_lines
 from ..measure.point import measure_commits, measure_point, pair_timings
 from ..measure.scanpoint import scan_points
-from ..measure.trackdist import values_of
 from .inputs import check_file_names, make_command, open_tree, require_tools
 
 METRICS = {"bytes": "-E bytes", "longest_line": "longest -E line, bytes",
@@ -104,7 +104,6 @@ def cmd_track(req, case):
         log(f"{len(commits) - len(todo)} measured before (kept as they were measured), "
             f"{len(todo)} to measure")
         if req.dask_scheduler:
-            from ..measure import trackdist
             values = trackdist.measure(req, case, todo, files, ccs)
             trackvalues.keep_remote(req.work, values)
         else:
@@ -131,7 +130,6 @@ def cmd_track(req, case):
 
 def _tag(req):
     """The directory-name suffix of a track: its tree, files, compilers."""
-    import copy
     r = copy.copy(req)
     r.config_base, r.kconfig = "tinyconfig", None
     return results.identity_tag(r)
@@ -161,7 +159,7 @@ def measure_local(req, case, tree, commits, files, ccs, name):
                 state[cc] = build.build_dir(tree, c["commit"], cc).name
                 atomic_write_json(state_file, state)
             setup[cc] = rec["compiler_version"]
-            vals[cc] = {f: values_of(rec["files"][f]) for f in files}
+            vals[cc] = {f: trackdist.values_of(rec["files"][f]) for f in files}
         out[c["commit"]] = {"setup": setup, "values": vals}
     if req.scan:
         for cc in ccs:
@@ -275,7 +273,6 @@ def predraw_compares(req, case, tree, repo, package, rec):
 
 
 def _sub_request(req, files, ccs):
-    import copy
     sub = copy.copy(req)
     sub.files, sub.compilers, sub.compilers_given, sub.command = files, ccs, True, "compare"
     sub.no_time = True

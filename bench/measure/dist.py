@@ -116,7 +116,7 @@ def n_workers(c):
 WAIT_WORKERS_S = 120
 
 
-def _wait_workers(c):
+def wait_workers(c):
     """At least one worker, within WAIT_WORKERS_S; else exit 5."""
     try:
         c.wait_for_workers(1, timeout=WAIT_WORKERS_S)
@@ -126,7 +126,7 @@ def _wait_workers(c):
                            "workers with `dask worker <address>` (README)", "infra")
 
 
-def _results(c, futs):
+def results_of(c, futs):
     """(future, result) as they finish. Fails with exit 5, never hangs, when
     the cluster loses every worker or the scheduler for WAIT_WORKERS_S."""
     from distributed import wait
@@ -148,7 +148,7 @@ def _results(c, futs):
                 raise KexpandError(f"a Dask task failed: {type(e).__name__}: {e}",
                                    "infra")
         if not done:
-            _wait_workers(c)
+            wait_workers(c)
 
 
 # --- tasks (run on the workers; module-level, so they pickle by name) ----------
@@ -166,7 +166,7 @@ def chunk_task(spec, files):
         return {"error": f"worker {platform.node()}: {e}", "klass": e.klass}
 
 
-def _config(spec, case, work):
+def config_of(spec, case, work):
     """The client's config, rebuilt here: its base, or its KCONFIG= file,
     whose text the spec carries (the worker may not see the client's path)."""
     kconfig = None
@@ -202,7 +202,7 @@ def _chunk(spec, files):
         if ccver != spec["compiler_version"]:
             raise KexpandError(f"refused: it has {ccver}, the scan measures with "
                                f"{spec['compiler_version']}", "infra")
-        config = _config(spec, case, work)
+        config = config_of(spec, case, work)
         if config.hash() != spec["config_hash"]:
             raise KexpandError("refused: its cases/ give another config (fragment "
                                f"{case.config}) than the client's", "infra")
@@ -243,7 +243,7 @@ def _raise(res):
 
 def _gather(c, futs, progress):
     out = {}
-    for i, (fut, res) in enumerate(_results(c, futs)):
+    for i, (fut, res) in enumerate(results_of(c, futs)):
         out[futs[fut]] = res
         if progress and (i + 1) % 200 == 0:
             progress.say(f"  scanned {i + 1}/{len(futs)}")
@@ -255,9 +255,9 @@ def remote_scan(c, spec, progress=None):
     cluster's workers. Returns ({rel: result}, the hosts that measured)."""
     key = _tag(spec["commit"], spec["config_hash"], spec["compiler_version"])
     spec = dict(spec, limits=dict(proc.LIMITS))
-    _wait_workers(c)
+    wait_workers(c)
     lst = c.submit(list_task, spec, key=f"kx-files-{key}", pure=False)
-    files = _raise(next(_results(c, [lst]))[1])["files"]
+    files = _raise(next(results_of(c, [lst]))[1])["files"]
     n = min(len(files), n_workers(c) * CHUNKS_PER_WORKER) or 1
     chunks = [files[i::n] for i in range(n)]
     if progress:
@@ -266,7 +266,7 @@ def remote_scan(c, spec, progress=None):
     futs = {c.submit(chunk_task, spec, ch, pure=False,
                      key=f"kx-chunk-{key}-{_tag(*ch)}"): i for i, ch in enumerate(chunks)}
     out, hosts = {}, {}
-    for fut, res in _results(c, futs):
+    for fut, res in results_of(c, futs):
         res = _raise(res)
         for rel, r in res["files"].items():
             out[rel] = dict(r, host=res["host"], worker=res["worker"])

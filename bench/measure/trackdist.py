@@ -18,6 +18,7 @@ from kbuild import build, proc, sandbox, series, settings, trees, workdir
 from kbuild.util import KexpandError, log, read_json, atomic_write_json
 
 from . import dist, icount
+from .point import measure_point
 
 # per worker process: the build dir each compiler last built in
 _ROLLING = {}
@@ -38,7 +39,6 @@ def commit_task(spec, commit):
 
 
 def _commit(spec, commit):
-    from .point import measure_point
     sandbox.check()             # a worker builds in its sandbox or not at all
     work = settings.work_dir(os.environ)
     req = settings.Request("track", case=spec["case"], work=work,
@@ -56,8 +56,7 @@ def _commit(spec, commit):
                       check=False).returncode != 0:
             raise KexpandError(f"its tree {tree} has no commit {commit[:12]}", "infra")
         if spec["kconfig_text"] is not None:
-            from .dist import _config
-            req.kconfig = _config(spec, case, work).kconfig
+            req.kconfig = dist.config_of(spec, case, work).kconfig
         config = build.case_config(req, case)
         if config.hash() != spec["config_hash"]:
             raise KexpandError("refused: its cases/ give another config than the "
@@ -117,7 +116,7 @@ def measure(req, case, commits, files, ccs):
     if not commits:
         return out
     with dist.client(req) as c:
-        dist._wait_workers(c)
+        dist.wait_workers(c)
         key = _tag(spec["compilers"], spec["config_hash"], *files)
         futs = {c.submit(commit_task, spec, x["commit"], pure=False,
                          key=f"kx-track-{key}-{x['commit'][:16]}"): x["commit"]
@@ -125,7 +124,7 @@ def measure(req, case, commits, files, ccs):
         req.progress.say(f"  measuring {len(commits)} commits on {dist.n_workers(c)} Dask "
                          f"workers ({c.scheduler.address})")
         hosts = {}
-        for i, (fut, res) in enumerate(dist._results(c, futs)):
+        for i, (fut, res) in enumerate(dist.results_of(c, futs)):
             if "error" in res:
                 raise KexpandError(res["error"], res["klass"])
             out[futs[fut]] = {"setup": res["setup"], "values": res["values"]}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import sandbox
-from .proc import kill_group, run, spawn
+from .proc import LIMITS, kill_group, run, spawn
 from .util import REPO, KexpandError, atomic_write_json, log, read_json
 
 ARCH = "x86_64"
@@ -68,7 +68,6 @@ def scan_args(compiler):
     host compiler (host programs' C files are in a full build's scan too),
     and kx-cc's settings (make gives command-line variables to every
     command's environment). Kbuild's generators run with Debian's python."""
-    from .proc import LIMITS
     cc = "clang" if compiler == "clang" else "gcc"
     return [f"CC={KX_CC} {cc}", f"HOSTCC={KX_CC} --host {cc}",
             "PYTHON3=/usr/bin/python3", f"KX_SCAN_ANALYZE={KX_ANALYZE}",

@@ -25,6 +25,7 @@ import stat
 from pathlib import Path
 
 from . import build, mtimes, sandbox
+from .kcmd import cmd_file, obj_of
 from .proc import run
 from .util import KexpandError, atomic_write, atomic_write_json, log, read_json
 
@@ -82,7 +83,6 @@ def built(bdir, chash, files):
     kind, a new analyzer) needs no build. Building again would not be
     free: checkouts of other commits leave newer files behind, so make
     would recompile objects that are already this commit's."""
-    from .kcmd import cmd_file, obj_of
     if config_hash(bdir) != chash:
         return False
     have = _list(bdir)

@@ -11,6 +11,7 @@ TOTAL_THRESHOLD, RUNS, JOBS, BOOT_TIMEOUT, ICOUNT_CAP, E_TIME_LIMIT, E_MEM_LIMIT
 DASK_TLS_CA, DASK_TLS_CERT, DASK_TLS_KEY, DASK_INSECURE, POINT, N, NO_TIME,
 NO_BOOT, NO_MACROS, WRITE_FOCUS, REPORT_FROM, REPORT_URL, REPORTED_BY
 (make check's CI files: ci/README.md)."""
+import email.utils
 import math
 import os
 import re
@@ -345,7 +346,6 @@ REFS = ("a", "b", "good", "bad", "point", "base")
 def _report(req, get):
     """REPORT_FROM=, REPORTED_BY= (addresses) and REPORT_URL= (an http(s)
     URL under patchwork's 200 characters, leaving room for a check's name)."""
-    import email.utils
     for key, envname in (("report_from", "REPORT_FROM"), ("reported_by", "REPORTED_BY")):
         v = get(key, envname)
         if v is None:

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -203,7 +204,6 @@ def _interrupt(signum, frame):
 def _bug_report(e):
     """An exception kexpand did not expect: one line on stderr, the
     traceback in a file (never on the terminal)."""
-    import traceback
     text = "".join(traceback.format_exception(e))
     try:
         fd, path = tempfile.mkstemp(prefix="kexpand-error-", suffix=".txt")
