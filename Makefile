@@ -47,7 +47,7 @@ fg = stop=; pid=; trap 'stop=1; [ -z "$$pid" ] || kill -TERM $$pid 2>/dev/null' 
 # failures, which are data, and after a regression found by make check);
 # exit with the measuring command's code. An interrupt stops both.
 measure = $(call fg,$(PY) bench/kexpand.py $(1)); mrc=$$rc; [ -z "$$stop" ] || exit $$mrc; \
-	case $$mrc in 0|1|3|4) $(call fg,$(PY) compare.py $(2)); [ $$rc = 0 ] || exit $$rc;; esac; exit $$mrc
+	case $$mrc in 0|1|3|4) $(call fg,$(PY) report.py $(2)); [ $$rc = 0 ] || exit $$rc;; esac; exit $$mrc
 
 T := bench/tools
 TOOLS := $(T)/kx-analyze $(T)/kx-macros $(T)/kx-macrostack $(T)/kx-icount.so $(T)/kx-cc
@@ -101,7 +101,7 @@ prepare: deps-bench
 	@$(call fg,$(PY) bench/kexpand.py prepare); exit $$rc
 
 plots:
-	@$(call fg,$(PY) compare.py); exit $$rc
+	@$(call fg,$(PY) report.py); exit $$rc
 
 # Boot-check points (POINTS="a b", default all) in QEMU + conformance matrix.
 boot: deps-bench $(TOOLS)

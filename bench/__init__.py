@@ -1,5 +1,5 @@
 """bench: kexpand's measuring stage. Reads kernel-build's trees and builds,
-writes results/; knows nothing of compare.py or plots/.
+writes results/; knows nothing of report.py or plots/.
 
   kexpand.py   the entry point (puts the packages on sys.path)
   cli.py       the command line: main(argv)

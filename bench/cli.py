@@ -17,7 +17,7 @@ and returns an exit code (README, "Exit codes").
   kexpand.py analyzer-bench                kx-analyze throughput
   kexpand.py bisect-step ...               internal: one `git bisect run` step
 
-Reports (plots, tables, index.html) are drawn by compare.py afterwards."""
+Reports (plots, tables, index.html) are drawn by report.py afterwards."""
 import argparse
 
 from kbuild import proc, sandbox, series, settings

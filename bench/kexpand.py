@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Entry point of kexpand's measuring side: `bench/kexpand.py <command>`.
-The commands are in bench/cli.py. This is the one place (with compare.py
+The commands are in bench/cli.py. This is the one place (with report.py
 and the tests' conftest) that puts the project's packages on sys.path:
 the repository (bench/, plots/) and kernel-build/ (kbuild/)."""
 import sys

@@ -1,5 +1,5 @@
 """The results/ directory, the contract between measuring (bench/) and
-reporting (compare.py): one JSON record per (commit, compiler) and kind,
+reporting (report.py): one JSON record per (commit, compiler) and kind,
 the series index, and the flat summary.csv. Every record is checked
 against its documented shape when read; a bad one is reported once and
 skipped, never copied forward. Field-by-field documentation: README.md,
@@ -12,7 +12,7 @@ import platform
 import re
 from pathlib import Path
 
-# compare.py reads results/ through this module only; these helpers are
+# report.py reads results/ through this module only; these helpers are
 # its share of kbuild.util (it imports nothing from kernel-build/ itself).
 from kbuild.util import (KexpandError, atomic_write, atomic_write_json,  # noqa: F401
                          log, printable, read_json)
@@ -173,7 +173,7 @@ def pair_dir(results, kind, a, b, tag=""):
 def report_dir(req, kind, a, b):
     """Where a compare, scan or bisect of A and B writes: its refs and its
     identity (identity_tag: tree, config, compilers, files). The measuring
-    command and compare.py both name it from the same Request."""
+    command and report.py both name it from the same Request."""
     return pair_dir(req.results, kind, a, b, identity_tag(
         req, files=kind == "compare", compilers=kind != "bisect"))
 

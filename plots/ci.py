@@ -1,5 +1,5 @@
 """What a make check says to the kernel's CI and review systems, drawn
-from its check.json (pure functions; compare.py writes the files):
+from its check.json (pure functions; report.py writes the files):
 
 - the outcome, one of patchwork's check states (success, warning, fail)
   and the one-line description NIPA and patchwork show;
@@ -232,7 +232,7 @@ def reply_mail(rec, txt, sender, reported_by=None, url=None):
 
 
 def files(rec, txt, dirname, sender, reported_by=None, base_url=None):
-    """{name: bytes} of the CI files beside report.txt (compare.py writes them)."""
+    """{name: bytes} of the CI files beside report.txt (report.py writes them)."""
     url = target_url(base_url, dirname)
     pw = patchwork_check(rec, url)
     return {"patchwork-check.json": (json.dumps(pw, indent=1, ensure_ascii=False)

@@ -5,7 +5,7 @@ the aggregates to Markdown."""
 import os
 import textwrap
 
-WIDTH = 72      # a check report's columns (plots/check.py)
+WIDTH = 72      # a check report's columns (plots/checkreport.py)
 
 
 def _stats_table(items, title):

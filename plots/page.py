@@ -33,7 +33,7 @@ def nav_html(index, secs):
 
 SECTIONS = ("series", "boots", "conformance", "macros", "compares", "scans", "sweeps",
             "checks", "tracks", "bisects")
-# the sections a command's run draws pages in (compare.py; a command not
+# the sections a command's run draws pages in (report.py; a command not
 # here: every section's new pages, or with make plots every page)
 DRAWS = {"check": {"checks"}, "scan": {"scans"}, "sweep": {"sweeps"},
          "compare": {"compares", "tracks"}}
@@ -41,7 +41,7 @@ DRAWS = {"check": {"checks"}, "scan": {"scans"}, "sweep": {"sweeps"},
 
 def write_index(results, plot_order, case=None, draw=None):
     """results/index.html and the pages of the sections in `draw` (None:
-    every page of the site but the tracks' own, which compare.py --track
+    every page of the site but the tracks' own, which report.py --track
     draws): a section named there, or whose page is missing, draws its list
     page and the pages of the reports newer than their page (htmlkit.draws);
     the others are only summarised on the index. plot_order: the stems of the series plots, in

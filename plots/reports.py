@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench.results import atomic_write, log, read_json, write_report
 
-from . import check as check_report
+from . import checkreport as check_report
 from . import ci
 from .htmlkit import (draws, esc, stale, figures, file_links, link, md_to_html, page, split_h1,
                       text_of, write)

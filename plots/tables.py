@@ -1,6 +1,6 @@
-"""Markdown and CSV tables that compare.py writes: the series tables, an
+"""Markdown and CSV tables that report.py writes: the series tables, an
 A-vs-B report, the scan ranking, boots and the conformance matrix. Pure
-functions from records (dicts) to text; compare.py reads and writes."""
+functions from records (dicts) to text; report.py reads and writes."""
 from bench.results import csv_text  # noqa: F401  (one CSV writer for every table)
 
 

@@ -277,7 +277,7 @@ def write_all(results):
 
 def tracks_section(results, draw="all"):
     """pages/tracks.html: every track, linked to its page (or to its
-    track.json until compare.py --track has drawn it); draw None: only
+    track.json until report.py --track has drawn it); draw None: only
     summarised."""
     results = Path(results)
     lst = section_path(results, "tracks")

@@ -2,7 +2,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-# the same two entries as the entry points (bench/kexpand.py, compare.py)
+# the same two entries as the entry points (bench/kexpand.py, report.py)
 sys.path[:0] = [str(REPO), str(REPO / "kernel-build")]
 
 

@@ -341,7 +341,7 @@ def test_a_new_include_of_a_heavy_header_is_named_with_its_bytes(fake, tmp_path)
 def test_a_check_draws_its_own_report_and_the_index_not_the_others(fake, tmp_path):
     """A report is drawn once, for the run that made it: a second check
     writes its own report, page and CI files and the index, and leaves the
-    first check's files as they were (compare.py --check)."""
+    first check's files as they were (report.py --check)."""
     base, env = fake
     mbox = series_mbox(tmp_path / "v2.mbox", BAD_SERIES)
     assert code(check(env, PATCHES=mbox, BASE="before", NAME="first")) == 1

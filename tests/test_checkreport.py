@@ -1,10 +1,10 @@
-"""plots.check: make check's report.txt stays within 72 columns with the
+"""plots.checkreport: make check's report.txt stays within 72 columns with the
 long paths of a defconfig build (the table, the details, the hottest
 lines) and a PATCHES= list of many files, and its reproduce block is a
 shell command that gives the same arguments back."""
 import subprocess
 
-from plots import check
+from plots import checkreport as check
 
 LONG = "drivers/gpu/drm/amd/display/dc/dml/dcn32/display_mode_vba_32.c"
 PATCHES = [f"/home/dev/outgoing/v4-000{i}-minmax-umin.patch"

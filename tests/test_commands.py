@@ -1,4 +1,4 @@
-"""The one table of commands (kbuild/checks.py: MAKE and TARGETS) against
+"""The one table of commands (kbuild/commands.py: MAKE and TARGETS) against
 what repeats it: the Makefile's targets, recipes and KX_VARS, the CLI's
 flags, and the README's "Variables" table. A variable added in one place
 and not in the others fails here."""
@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from bench import cli
-from kbuild import checks
+from kbuild import commands
 
 REPO = Path(__file__).resolve().parent.parent
 MAKEFILE = (REPO / "Makefile").read_text()
@@ -20,11 +20,11 @@ def recipe(target):
 
 
 def test_every_command_has_its_make_target_and_draws_as_the_table_says():
-    assert set(checks.MAKE) == set(checks.TARGETS)
-    for cmd, (target, draw) in checks.MAKE.items():
+    assert set(commands.MAKE) == set(commands.TARGETS)
+    for cmd, (target, draw) in commands.MAKE.items():
         r = recipe(target)
-        if cmd == "report":         # make plots: compare.py alone
-            assert "compare.py" in r and "kexpand.py" not in r
+        if cmd == "report":         # make plots: report.py alone
+            assert "report.py" in r and "kexpand.py" not in r
         elif draw is None:
             assert f"bench/kexpand.py {cmd})" in r and "measure" not in r, r
         else:
@@ -36,7 +36,7 @@ def test_the_makefile_passes_every_variable_of_the_table():
     m = re.search(r"KX_VARS := (.*?)\n(?!\s)", MAKEFILE, re.S)
     kx = set(m.group(1).replace("\\", " ").split())
     # CC is passed apart (KX_CC): make's own CC default must not reach kexpand
-    assert kx | {"CC"} == checks.ALL
+    assert kx | {"CC"} == commands.ALL
     assert "export KX_CC :=" in MAKEFILE
 
 
@@ -48,7 +48,7 @@ def test_the_cli_takes_only_variables_its_command_takes():
         flags = {a.dest.upper() for a in p._actions if a.dest != "help"}
         if cmd == "bisect-step":            # internal: git bisect run's step
             continue
-        assert flags - own <= checks.TARGETS[cmd] | checks.COMMON, cmd
+        assert flags - own <= commands.TARGETS[cmd] | commands.COMMON, cmd
 
 
 def readme_rows():
@@ -65,14 +65,14 @@ def test_the_readme_lists_every_variable_with_the_targets_that_take_it():
     rows = readme_rows()
     assert len(rows) >= 20
     takes = {}
-    for cmd, vs in checks.TARGETS.items():
-        if cmd != "report":     # compare.py after any target: reads them all
+    for cmd, vs in commands.TARGETS.items():
+        if cmd != "report":     # report.py after any target: reads them all
             for v in vs:
-                takes.setdefault(v, set()).add(checks.MAKE[cmd][0])
+                takes.setdefault(v, set()).add(commands.MAKE[cmd][0])
     said_of = {}         # a variable may be in two rows (NAME=: check, track)
     for vs, written in rows:
         if written == "all" or written.startswith("every command"):
-            assert set(vs) <= checks.COMMON | {"KEXPAND_SANDBOX_RW"}, vs
+            assert set(vs) <= commands.COMMON | {"KEXPAND_SANDBOX_RW"}, vs
             said_of.update((v, None) for v in vs)
             continue
         said = set(re.findall(r"[a-z][a-z-]*", written)) - {"also"}
@@ -80,7 +80,7 @@ def test_the_readme_lists_every_variable_with_the_targets_that_take_it():
         assert all(any(t in takes.get(v, ()) for v in vs) for t in said), (vs, written)
         for v in vs:
             said_of[v] = said_of.get(v, set()) | said
-    assert checks.ALL <= set(said_of), checks.ALL - set(said_of)
+    assert commands.ALL <= set(said_of), commands.ALL - set(said_of)
     for v, said in said_of.items():
         if said is not None:
             assert takes.get(v, set()) <= said, (v, said, takes.get(v))

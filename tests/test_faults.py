@@ -215,7 +215,7 @@ def test_bad_patch_and_build_failure_do_not_stop_the_run(fake):
     assert st == ""
     assert no_temp_files(base / "results") == []
     # the built-in A/A check: the control against its parent, drawn by
-    # compare.py with the compare rule; identical bytes for the file that built
+    # report.py with the compare rule; identical bytes for the file that built
     pair = json.loads((base / "results/compare/after..broken-build/pair.json").read_text())
     assert pair["a"]["ref"] == "after" and pair["b"]["ref"] == "broken-build"
     # the noise it measured is written by the bench, where it is measured;
@@ -223,7 +223,7 @@ def test_bad_patch_and_build_failure_do_not_stop_the_run(fake):
     noise = json.loads((base / "results/noise.json").read_text())
     assert noise["pair"] == "after..broken-build" and noise["rows"] == 1
     assert noise["flagged"] == 0 and noise["instructions"] is not None
-    subprocess.run([PY, str(REPO / "compare.py"), "--case", "fake"], env=env,
+    subprocess.run([PY, str(REPO / "report.py"), "--case", "fake"], env=env,
                    check=True, capture_output=True)
     assert json.loads((base / "results/noise.json").read_text()) == noise
     report = (base / "results/compare/after..broken-build/report.md").read_text()
@@ -314,7 +314,7 @@ def test_corrupt_and_foreign_results_are_skipped(fake):
     assert "skipping" in p.stderr and "0123456789ab/gcc.json" in p.stderr
     assert "0123456789ab/clang.json" in p.stderr
     assert (res / "summary.csv").read_text().count("\nbefore,") == 2
-    c = subprocess.run([PY, str(REPO / "compare.py"), "--case", "fake"], env=env,
+    c = subprocess.run([PY, str(REPO / "report.py"), "--case", "fake"], env=env,
                        capture_output=True, text=True)
     assert c.returncode == 0, c.stderr
 

@@ -40,7 +40,7 @@ def build(k, files=("a.c", "b.c", "mm/c.c")):
 
 def report(tmp_path, recs_a, recs_b, cached=True):
     """A scan report dir with headers-files.json (as make scan writes it)
-    and headers.html (as compare.py draws it); (dir, page text)."""
+    and headers.html (as report.py draws it); (dir, page text)."""
     agg_a = headerbuild.aggregate(recs_a.values()) if recs_a is not None else None
     agg_b = headerbuild.aggregate(recs_b.values())
     cache = Cache(tmp_path / "work")
@@ -190,7 +190,7 @@ def test_selection_takes_the_top_by_own_bytes_and_by_change():
 
 
 def test_make_scan_writes_the_headers_page_and_links_it(fake):
-    """make scan A= B= on the fake tree (kexpand.py scan, then compare.py
+    """make scan A= B= on the fake tree (kexpand.py scan, then report.py
     --scan, as the Makefile runs them): headers-files.json from the cache,
     headers.html beside headers.md, linked from the report's index.html."""
     base, env = fake
@@ -200,7 +200,7 @@ def test_make_scan_writes_the_headers_page_and_links_it(fake):
     d = base / "results/scan/before..after"
     got = json.loads((d / "headers-files.json").read_text())
     assert got["records"] == {"a": True, "b": True} and got["headers"]
-    p = subprocess.run([PY, str(REPO / "compare.py"), "--scan"], env=env,
+    p = subprocess.run([PY, str(REPO / "report.py"), "--scan"], env=env,
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     text = (d / "headers.html").read_text()

@@ -323,7 +323,7 @@ def test_record_timing_without_stddev_is_reported_and_skipped(fake):
     rec = json.loads(rec_path.read_text())
     del rec["files"][SETUP]["time_c"]["stddev_s"]
     rec_path.write_text(json.dumps(rec))
-    c = subprocess.run([PY, str(REPO / "compare.py"), "--case", "fake"], env=env,
+    c = subprocess.run([PY, str(REPO / "report.py"), "--case", "fake"], env=env,
                        capture_output=True, text=True, timeout=300)
     assert c.returncode == 0, out(c)
     assert "Traceback" not in c.stderr

@@ -155,7 +155,7 @@ def test_macros_of_setup_c(env):
     assert all(s == "arch/x86/xen/setup.c:796" or
                s.startswith("arch/x86/xen/setup.c:796;min3") for s, _ in line["stacks"])
     assert sum(b for _, b in line["stacks"]) == line["bytes_est"]
-    subprocess.run([PY, str(REPO / "compare.py"), "--results", str(base / "results")],
+    subprocess.run([PY, str(REPO / "report.py"), "--results", str(base / "results")],
                    env=e, check=True, capture_output=True)
     # named by the point's place in the series (packaged is the case's last)
     assert len(list((base / "results/plots").glob(

@@ -1,5 +1,5 @@
 """The architecture rules of DESIGN.md, checked on the sources with `ast`:
-imports point upstream only (kernel-build/ <- bench/ <- compare.py, plots/),
+imports point upstream only (kernel-build/ <- bench/ <- report.py, plots/),
 sys.path is touched only by the entry points, no source file grows past
 400 lines, and nothing reads the environment at import time. Each checker
 is also run on small synthetic snippets, so a checker that cannot see a
@@ -11,7 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_LINES = 400
-SYS_PATH_ALLOWED = {"bench/kexpand.py", "compare.py", "tests/conftest.py",
+SYS_PATH_ALLOWED = {"bench/kexpand.py", "report.py", "tests/conftest.py",
                     "tests/ci_on_the_real_tree.py",
                     "ci/kexpand_ci.py"}
 
@@ -196,7 +196,7 @@ def test_flat_module_names():
 
 
 def test_the_sources_were_found():
-    for f in ("compare.py", "bench/kexpand.py", "bench/results.py",
+    for f in ("report.py", "bench/kexpand.py", "bench/results.py",
               "kernel-build/kbuild/settings.py", "plots/page.py", "tests/conftest.py"):
         assert f in SOURCES
     assert len(SOURCES) >= 20
@@ -215,7 +215,7 @@ def flat_names(prefix):
     return {Path(p).stem for p in under(prefix)} - {"__init__", "kexpand"}
 
 
-REPORTS = {"compare", "plots"} | flat_names("plots/")
+REPORTS = {"report", "plots"} | flat_names("plots/")
 MEASURING = {"bench"} | flat_names("bench/")
 KBUILD = {"kbuild"} | flat_names("kernel-build/")
 
@@ -233,22 +233,22 @@ def test_kernel_build_knows_nothing_of_bench():
     assert bad == {}
 
 
-def test_compare_reads_results_through_bench_and_settings_only():
-    """compare.py reads results/ through bench/, and its settings through
+def test_report_reads_results_through_bench_and_settings_only():
+    """report.py reads results/ through bench/, and its settings through
     the same Request as the measuring side (kbuild.settings, kbuild.util):
     nothing of kernel-build/ that builds, boots or touches a tree."""
-    bad = [f"line {n}: {m}" for m, n in imported_modules(SOURCES["compare.py"])
+    bad = [f"line {n}: {m}" for m, n in imported_modules(SOURCES["report.py"])
            if m in KBUILD - {"kbuild"}]
-    text = SOURCES["compare.py"]
+    text = SOURCES["report.py"]
     kb = [line for line in text.splitlines() if line.startswith(("from kbuild", "import kbuild"))]
     assert bad == [] and kb, kb
     assert all(line.startswith(("from kbuild import settings", "from kbuild.util import"))
                for line in kb), kb
 
 
-def test_plots_do_not_import_kbuild_or_compare():
+def test_plots_do_not_import_kbuild_or_report():
     bad = {p: v for p, t in under("plots/").items()
-           if (v := forbidden_imports(t, KBUILD | {"compare"}))}
+           if (v := forbidden_imports(t, KBUILD | {"report"}))}
     assert bad == {}
 
 

@@ -193,7 +193,7 @@ def clang_record(results):
 
 
 def compare_py(results, *args):
-    p = subprocess.run(["/usr/bin/python3", str(tr.REPO / "compare.py"), "--results",
+    p = subprocess.run(["/usr/bin/python3", str(tr.REPO / "report.py"), "--results",
                         str(results), *args], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-3000:]
     return p

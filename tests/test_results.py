@@ -1,4 +1,4 @@
-"""results/ records, summary.csv and compare.py on fixture records."""
+"""results/ records, summary.csv and report.py on fixture records."""
 import csv
 import re
 import json
@@ -79,7 +79,7 @@ def test_foreign_and_corrupt_files_are_skipped(results, capsys):
 
 
 def test_compare_writes_plots_and_table(results):
-    p = subprocess.run(["/usr/bin/python3", str(REPO / "compare.py"),
+    p = subprocess.run(["/usr/bin/python3", str(REPO / "report.py"),
                         "--results", str(results)], capture_output=True,
                        text=True)
     assert p.returncode == 0, p.stderr
@@ -95,7 +95,7 @@ def test_compare_writes_plots_and_table(results):
 
 
 def test_compare_without_results_is_a_clear_error(tmp_path):
-    p = subprocess.run(["/usr/bin/python3", str(REPO / "compare.py"),
+    p = subprocess.run(["/usr/bin/python3", str(REPO / "report.py"),
                         "--results", str(tmp_path)], capture_output=True,
                        text=True)
     assert p.returncode == 2
@@ -146,9 +146,9 @@ def write_pair(results, a_times, b_times):
 
 
 def test_pair_report_significant_fix(results):
-    import compare
+    import report
     out = write_pair(results, [30.1, 31.0, 29.5], [0.61, 0.60, 0.62])
-    compare.write_pair_report(results, out)
+    report.write_pair_report(results, out)
     rows = list(csv.DictReader(open(out / "compare.csv")))
     assert list(rows[0])[:9] == ["file", "compiler", "bytes_a", "bytes_b",
                                  "bytes_ratio", "c_time_a_s", "c_time_b_s",
@@ -165,20 +165,20 @@ def test_pair_report_significant_fix(results):
 
 
 def test_pair_report_noise_is_not_a_difference(results):
-    import compare
+    import report
     out = write_pair(results, [1.00, 1.30, 0.80], [1.10, 0.90, 1.25])
-    compare.write_pair_report(results, out)
+    report.write_pair_report(results, out)
     r = next(csv.DictReader(open(out / "compare.csv")))
     assert r["significant"] == "False"
 
 
 def test_index_page_links_every_plot(results):
-    import compare
-    subprocess.run(["/usr/bin/python3", str(REPO / "compare.py"),
+    import report
+    subprocess.run(["/usr/bin/python3", str(REPO / "report.py"),
                     "--results", str(results)], check=True, capture_output=True)
     out = write_pair(results, [30.1, 31.0, 29.5], [0.61, 0.60, 0.62])
-    compare.write_pair_report(results, out)
-    index = compare.page.write_index(results, compare.PLOT_ORDER)
+    report.write_pair_report(results, out)
+    index = report.page.write_index(results, report.PLOT_ORDER)
     # the index links the sections; the plots are on their pages, lazily
     series = results / "pages" / "series.html"
     pair = results / "compare" / "laight-v4..torvalds-fixes" / "index.html"

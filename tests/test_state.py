@@ -125,7 +125,7 @@ def test_every_nth_point_names_its_real_parent_and_its_span(fake, tmp_path):
     pair = json.loads((base / "results" / up["compare"] / "pair.json").read_text())
     assert pair["a"]["commit"] == ids[3] and pair["spans"] == 3
     assert f"(spans 3 commits, from {ids[3][:12]})" in (d / "interesting.md").read_text()
-    p = subprocess.run([PY, str(REPO / "compare.py"), "--results", str(base / "results"),
+    p = subprocess.run([PY, str(REPO / "report.py"), "--results", str(base / "results"),
                         "--track"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     page = next((d / "c").glob(f"*{ids[6][:12]}*.html")).read_text()
@@ -142,7 +142,7 @@ def test_a_name_git_refuses_is_refused_before_any_work(fake, tmp_path, name):
 
 
 def test_names_kexpand_takes_are_names_git_takes():
-    from kbuild.checks import check_name
+    from kbuild.commands import check_name
     from kbuild.util import KexpandError
     for name in ["v4", "minmax-v4", "a.b", "a+b", "x..y", "v4.", "v4.lock", "a.lock.b",
                  "a_b.", "1.2.3", "a-.lock", "a...b", "v4.locked", "q" * 64]:
@@ -199,7 +199,7 @@ def test_control_characters_of_a_subject_are_escaped(fake, tmp_path):
     assert not [c for c in RAW if c in p.stdout + p.stderr], out(p)
     [d] = (base / "results/check").iterdir()
     assert "\\x1b[31mmin3()\\x9b2J\\u202e safer" in (d / "report.md").read_text()
-    c = subprocess.run([PY, str(REPO / "compare.py"), "--results", str(base / "results"),
+    c = subprocess.run([PY, str(REPO / "report.py"), "--results", str(base / "results"),
                         "--index"], capture_output=True, text=True)
     assert c.returncode == 0, c.stderr
     assert no_raw_controls(base / "results") == []
@@ -215,7 +215,7 @@ def test_control_characters_of_a_commit_subject_are_escaped(fake, tmp_path):
     assert p.returncode == 0, p.stderr
     assert not [c for c in RAW if c in p.stdout + p.stderr], p.stdout + p.stderr
     assert "\\x1b[2Jone more min3()\\x07" in p.stdout
-    c = subprocess.run([PY, str(REPO / "compare.py"), "--results", str(base / "results"),
+    c = subprocess.run([PY, str(REPO / "report.py"), "--results", str(base / "results"),
                         "--track"], capture_output=True, text=True)
     assert c.returncode == 0, c.stderr
     assert not [x for x in RAW if x in c.stdout + c.stderr]

@@ -52,7 +52,7 @@ def test_track_scan_keeps_a_few_headers_per_commit_and_draws_them(fake, tmp_path
     rows = (d / "headers-gcc.csv").read_text().splitlines()
     assert rows[0] == "commit,date,subject," + ",".join(h["names"])
     assert len(rows) == 1 + len(ids) and rows[-1].startswith(ids[-1])
-    p = subprocess.run([PY, str(REPO / "compare.py"), "--results", str(base / "results"),
+    p = subprocess.run([PY, str(REPO / "report.py"), "--results", str(base / "results"),
                         "--track"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     svg = ElementTree.parse(d / "graphs/headers-gcc.svg").getroot()

@@ -44,7 +44,7 @@ def check_controls(index, records):
 def write_control_pairs(req, case, commits, files, package, names, by_side):
     """The built-in A/A check: each control point against its parent as a
     compare pair (results/compare/<parent>..<control>/pair.json), drawn by
-    compare.py with the same rule as `make compare`. Byte-identical code:
+    report.py with the same rule as `make compare`. Byte-identical code:
     every time difference it reports is noise. The pair keeps the two
     points' timings from this bench's interleaved runs (a later compare
     that times one of them again does not mix into it). Returns the pairs

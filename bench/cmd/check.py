@@ -11,7 +11,7 @@ tip's scan dir starts as a copy of the base's, and Kbuild measures again
 what the series changed, Makefiles and Kconfig included); files that grew past THRESHOLD are followed through every
 patch of the series, with their hottest lines, macros and the
 instruction count of -c. Writes results/check/<series>/check.json and
-check.csv; compare.py draws report.txt and report.md from them. Exit 1
+check.csv; report.py draws report.txt and report.md from them. Exit 1
 when a file regressed (README, "Exit codes")."""
 import shlex
 import sys

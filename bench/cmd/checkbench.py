@@ -1,7 +1,7 @@
 """make bench-check: how long make check takes here, next to its floor.
 Not a test (nothing is asserted on time): three runs of make check on the
 packaged tree, each a process of its own as make runs it (the measuring
-command, then compare.py drawing the report), timed whole, written to
+command, then report.py drawing the report), timed whole, written to
 results/check-bench-<config>.json.
 
   cold         Laight's v4 (cases/minmax/patches 0002-0006, seeds 002-006)
@@ -131,7 +131,7 @@ def cmd_check_bench(req, case):
 
 def make_check(env):
     """What `make check` runs, with `env` as its variables: the measuring
-    command, then (exit 0 or 1) compare.py drawing the report. Returns
+    command, then (exit 0 or 1) report.py drawing the report. Returns
     the measuring command's exit code; one over 1 stops the benchmark."""
     code = _child([sys.executable, str(REPO / "bench/kexpand.py"), "check"], env)
     if code == 130:
@@ -139,8 +139,8 @@ def make_check(env):
     if code not in (0, 1):
         raise KexpandError(f"bench-check: make check exited {code}; its log is above",
                            "build" if code == 3 else "infra")
-    if _child([sys.executable, str(REPO / "compare.py"), "--check"], env) != 0:
-        raise KexpandError("bench-check: compare.py --check failed; its log is above",
+    if _child([sys.executable, str(REPO / "report.py"), "--check"], env) != 0:
+        raise KexpandError("bench-check: report.py --check failed; its log is above",
                            "infra")
     return code
 

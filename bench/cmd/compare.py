@@ -1,6 +1,6 @@
 """make compare A=<ref> B=<ref>: both refs through the same engine into
 records and results/compare/<A>..<B>/pair.json (with the changed lines);
-the report is drawn by compare.py --pair afterwards."""
+the report is drawn by report.py --pair afterwards."""
 import shlex
 import sys
 
@@ -15,7 +15,7 @@ from .inputs import check_file_names, make_command, open_tree, require_tools
 
 def cmd_compare(req, case):
     """Measure A and B (any two commits) into records and pair.json; the
-    report is drawn by `compare.py --pair` (the Makefile runs it)."""
+    report is drawn by `report.py --pair` (the Makefile runs it)."""
     if not req.a or not req.b:
         raise KexpandError("give both refs: make compare A=<ref> B=<ref> "
                            f"(series points: {', '.join(case.names())})")

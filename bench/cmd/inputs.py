@@ -6,7 +6,7 @@ import shlex
 import shutil
 from pathlib import Path, PurePosixPath
 
-from kbuild.checks import COMMON, TARGETS
+from kbuild.commands import COMMON, TARGETS
 from kbuild import build, series, trees
 from kbuild.proc import missing_tool
 from kbuild.util import KexpandError, atomic_write_json, log
@@ -106,7 +106,7 @@ def file_slug(f):
 
 def make_command(req):
     """The `make` line a user can paste to reproduce this run: the
-    variables this target takes (kbuild.checks.TARGETS) that were set."""
+    variables this target takes (kbuild.commands.TARGETS) that were set."""
     target = {"bisect-step": "bisect"}.get(req.command, req.command)
     takes = COMMON | TARGETS.get(target, set())
     parts = ["make", target]

@@ -2,7 +2,7 @@
 -E through the analyzer (measure/scanpoint.py). With A and B:
 results/scan/<A>..<B>/ranking.csv, pair.json and headers-files.json (the
 files of the headers its headers page shows, from the cache's per-file
-records); compare.py draws ranking.md, the plots and the pages from them."""
+records); report.py draws ranking.md, the plots and the pages from them."""
 import shlex
 import sys
 from pathlib import Path

@@ -11,7 +11,7 @@ The options that differ between the configs are ranked by the median
 bytes with the option on against off; the top CONFIRM candidates are
 confirmed by toggling each alone on the base config. Writes
 results/sweep/<point>/<file with / as _>/options.csv and sweep.json; the
-plot is drawn by compare.py. Every configuration is kept (seed, .config
+plot is drawn by report.py. Every configuration is kept (seed, .config
 hash, bytes; the .config itself in the work directory)."""
 import hashlib
 import math

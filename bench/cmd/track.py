@@ -14,7 +14,7 @@ from commit to commit, never copied: builddir.seed's move_from). With
 DASK_SCHEDULER=, commits are measured on the cluster's workers
 (measure/trackdist.py). The noise model is bench/history.py's. Writes
 results/track/<name>/track.json and one CSV per metric and compiler;
-compare.py --track draws the graphs and pages."""
+report.py --track draws the graphs and pages."""
 import copy
 import datetime
 import re
@@ -240,7 +240,7 @@ def compare_line(req, parent, commit, files, cc):
 
 def predraw_compares(req, case, tree, repo, package, rec):
     """The compare of each interesting commit against its parent, drawn
-    now (results/compare/<parent>..<commit>...; compare.py --track draws
+    now (results/compare/<parent>..<commit>...; report.py --track draws
     its report): the bytes are in the cache already, only the macros of
     the files that changed are new."""
     done = {}

@@ -4,7 +4,7 @@ B and the top N by change of own bytes from A to B), and for each, the
 files that include it with its own bytes in each (`files_of`), from the
 per-file header records the cache keeps beside each scan
 (scanfiles.file_headers). make scan writes them as headers-files.json in
-the report dir (`extract`), so that compare.py, which reads results/ only,
+the report dir (`extract`), so that report.py, which reads results/ only,
 draws headers.html (plots/headerpage.py) from that file and the scan
 records' aggregates."""
 from . import headerbuild, scanfiles

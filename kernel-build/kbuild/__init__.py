@@ -9,4 +9,4 @@
   conformance compile the case's C snippets with a point's exact flags
 
 (The directory is kernel-build/, which Python cannot import: the package
-inside it is kbuild.) Nothing here imports bench/, compare.py or plots/."""
+inside it is kbuild.) Nothing here imports bench/, report.py or plots/."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import sandbox
-from .checks import check_given, check_name, check_range, check_ref
+from .commands import check_given, check_name, check_range, check_ref
 from .util import REPO, KexpandError, Progress, Split, log
 
 COMPILERS = ("gcc", "clang")

@@ -1,4 +1,4 @@
-"""Plumbing shared by every stage (kernel-build/, bench/, compare.py):
+"""Plumbing shared by every stage (kernel-build/, bench/, report.py):
 errors with exit classes, logging and progress, atomic writes, and the
 command-line wrapper. Child processes are kbuild.proc's, the work
 directory kbuild.workdir's.

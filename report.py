@@ -3,10 +3,10 @@
 writes plots, tables and the results/index.html page. The Makefile runs it
 after every measuring command.
 
-  compare.py [--case minmax] [--results DIR]   series plots + tables + page
-  compare.py --pair results/compare/A..B        one A-vs-B report + page
-  compare.py --scan results/scan/A..B           a scan ranking report + page
-  compare.py --check | --track | --index         checks, tracks, only the pages
+  report.py [--case minmax] [--results DIR]   series plots + tables + page
+  report.py --pair results/compare/A..B        one A-vs-B report + page
+  report.py --scan results/scan/A..B           a scan ranking report + page
+  report.py --check | --track | --index         checks, tracks, only the pages
 
 Series output, per compiler CC in the records:
   results/plots/{expansion,longest-line,e-time,c-time,peak-rss}-CC.{png,svg}
@@ -335,7 +335,7 @@ def write_series(results, case):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="compare.py")
+    ap = argparse.ArgumentParser(prog="report.py")
     ap.add_argument("--case", default=None)
     ap.add_argument("--results", default=None)
     mode = ap.add_mutually_exclusive_group()

@@ -1,6 +1,8 @@
-"""Checks of what a user typed, before any work: which variables each make
-target takes (a misspelt FIELS= or a FILE= given to compare is named, with
-the variable meant), and what a git revision may look like (A=, B=, GOOD=,
+"""kexpand's commands as data, and checks of what a user typed before any
+work: the one table of commands (each one's make target, what draws its
+report, the variables it takes); which variables each make target takes
+(a misspelt FIELS= or a FILE= given to compare is named, with the
+variable meant), and what a git revision may look like (A=, B=, GOOD=,
 BAD=, BASE=, RANGE=), so that a ref git would refuse is refused before the
 tree is unpacked or cloned."""
 import difflib
@@ -13,7 +15,7 @@ COMMON = {"KEXPAND_WORK", "KEXPAND_RESULTS", "CASE", "JOBS", "SANDBOX", "E_TIME_
           "E_MEM_LIMIT"}
 DASK = {"DASK_SCHEDULER", "DASK_TLS_CA", "DASK_TLS_CERT", "DASK_TLS_KEY", "DASK_INSECURE"}
 # The one table of commands (as tuxmake's targets are data): each
-# kexpand.py command's make target, what compare.py draws after it (the
+# kexpand.py command's make target, what report.py draws after it (the
 # Makefile's `measure`; None: nothing), and below, the variables it takes
 # besides COMMON. The Makefile's targets, recipes and KX_VARS, the CLI's
 # flags and the README's "Variables" table are tested against it
@@ -43,7 +45,7 @@ TARGETS = {
     "prepare": set(), "report": set(), "analyzer-bench": set(),
     "check-bench": {"CONFIG", "KCONFIG"},
 }
-TARGETS["report"] = set().union(*TARGETS.values())      # compare.py after any target
+TARGETS["report"] = set().union(*TARGETS.values())      # report.py after any target
 ALL = COMMON.union(*TARGETS.values())
 
 
