@@ -384,3 +384,44 @@ def test_imports_at_the_top_and_no_private_names_across_modules():
     private = {p: v for p, t in SOURCES.items()
                if not p.startswith("tests/") and (v := private_uses(t))}
     assert private == {}
+
+
+def work_paths(text):
+    """(line, name) of each path spelled under a work directory: `work /
+    "cache"`, `req.work / "tree"` (an entry of the work dir's top level)."""
+    names = {"tree", "tree.unpacking", "cache", "trees", "bisect", "scratch", "boot",
+             "kconfigs", "sweep-allconfig", "track", "check", "dask", "build-steps.json"}
+
+    def is_work(n):
+        return (isinstance(n, ast.Name) and n.id == "work") or \
+            (isinstance(n, ast.Attribute) and n.attr == "work") or \
+            (isinstance(n, ast.Call) and getattr(n.func, "id", None) == "Path" and
+             any(is_work(a) for a in n.args))
+    out = []
+    for n in ast.walk(ast.parse(text)):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and is_work(n.left):
+            r = n.right
+            if isinstance(r, ast.Constant) and r.value in names:
+                out.append((n.lineno, r.value))
+            elif isinstance(r, ast.JoinedStr):
+                out.append((n.lineno, "f-string"))
+    return out
+
+
+@pytest.mark.parametrize("snippet,hits", [
+    ('t = req.work / "tree"\n', [(1, "tree")]),
+    ('c = Path(work) / "cache"\n', [(1, "cache")]),
+    ('s = work / f"series-{c}.json"\n', [(1, "f-string")]),
+    ('r = req.results / "track"\nx = workdir.tree(work) / "include"\n', []),
+])
+def test_work_path_checker(snippet, hits):
+    assert work_paths(snippet) == hits
+
+
+def test_the_work_dirs_layout_has_one_owner():
+    """Every path under KEXPAND_WORK is named in kbuild/workdir.py (tree(),
+    cache(), scratch(), ...); the other modules ask it."""
+    bad = {p: v for p, t in SOURCES.items()
+           if not p.startswith("tests/") and p != "kernel-build/kbuild/workdir.py"
+           and (v := work_paths(t))}
+    assert bad == {}

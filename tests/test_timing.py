@@ -278,6 +278,7 @@ def test_time_group_gives_each_run_its_limit(tmp_path, monkeypatch):
 
     class Req:
         runs = None
+        work = tmp_path
         progress = type("P", (), {"say": staticmethod(lambda s: None)})()
         split = Split()
     cost.time_group(Req(), Cache(tmp_path), tmp_path / "tree", [("a", "c0ffee")],

@@ -20,7 +20,7 @@ def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"
     relative to the -E it analyzes: setup.c at laight-v4 (gcc)."""
     with workdir.lock(req.work):
         todo, _pkg, commits, _w = prepared_points(req, case, [point])
-        tree, commit = req.work / "tree", commits[point]
+        tree, commit = workdir.tree(req.work), commits[point]
         bdir = build.build_dir(tree, commit, "gcc")
         series.checkout(tree, commit)
         b = builddir.build_objects(tree, bdir, "gcc", build.case_config(req, case),
@@ -28,7 +28,7 @@ def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"
         if not b.ok:
             raise KexpandError(f"building {file} failed:\n{b.log_tail}", "build")
         argv = kcmd.compile_command(bdir, file)
-        sample = req.work / "scratch" / "analyzer-sample.i"
+        sample = workdir.scratch(req.work) / "analyzer-sample.i"
         sample.parent.mkdir(parents=True, exist_ok=True)
         with open(sample, "wb") as out:
             run(sandbox.wrap(kcmd.preprocess_command(argv), bdir), cwd=bdir, stdout=out,
@@ -47,7 +47,7 @@ def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"
         sdir, _ = kbuildscan.make_at(tree, commit, "gcc", build.case_config(req, case),
                                      req.jobs, [kbuildscan.TARGET])
         req.progress.say(f"headers' cost on every 10th file of {sdir.name}")
-        hcost = headercost.measure(tree, sdir, req.work / "scratch")
+        hcost = headercost.measure(tree, sdir, workdir.scratch(req.work))
     out = {"file": file, "point": point, "commit": commit,
            "bytes": size, "analyzer_median_s": ana["median_s"],
            "analyzer_mb_per_s": round(size / ana["median_s"] / 1e6, 1),

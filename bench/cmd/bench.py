@@ -64,7 +64,7 @@ def write_control_pairs(req, case, commits, files, package, names, by_side):
             "a": {"ref": p.parent, "commit": a, "subject": f"series point {p.parent}"},
             "b": {"ref": p.name, "commit": b, "subject": f"control point {p.name}: "
                   "expands byte for byte like its parent (an A/A check)"},
-            "tree": str(req.work / "tree"), "package": package, "files": files,
+            "tree": str(workdir.tree(req.work)), "package": package, "files": files,
             "compilers": req.compilers, "config": build.case_config(req, case).describe(),
             "command": shlex.join(sys.argv), "aa_check": True, "timings": timings,
             "make_command": f"make compare A={p.parent} B={p.name}",
@@ -151,7 +151,7 @@ def cmd_bench(req, case):
     with workdir.lock(req.work):
         req.progress.total = len(names) * (len(req.compilers) + (not req.no_boot))
         todo, package, commits, worst = prepared_points(req, case, names)
-        tree = req.work / "tree"
+        tree = workdir.tree(req.work)
         check_files_exist(tree, files, focus)
         if not req.no_boot:
             # first, so that each point's full build starts from a clean

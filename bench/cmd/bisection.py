@@ -105,7 +105,7 @@ def git_bisect(req, case, tree, good, bad, thr, gb, bb):
     """`git bisect run` in a bare clone of our own (--no-checkout:
     BISECT_HEAD is the commit to test): the tree measured, and the
     user's, keep their HEAD and have no bisect state."""
-    bis = req.work / "bisect"
+    bis = workdir.bisect(req.work)
     shutil.rmtree(bis, ignore_errors=True)
     run(["git", "clone", "-q", "--bare", "--shared", str(tree), str(bis)],
         what="git clone --bare --shared")

@@ -14,7 +14,7 @@ def cmd_boot(req, case):
     with workdir.lock(req.work):
         req.progress.total = len(names)
         todo, package, commits, worst = prepared_points(req, case, names)
-        tree = req.work / "tree"
+        tree = workdir.tree(req.work)
         worst = max(worst, boot_points(req, case, tree, todo))
         conformance_points(req, case, tree, todo)
         old = results.load_series(req.results, case.name)

@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from kbuild import proc
+from kbuild import proc, workdir
 from kbuild.util import KexpandError, atomic_write, atomic_write_json, log
 
 REPO = Path(__file__).resolve().parents[2]
@@ -100,7 +100,7 @@ def cmd_check_bench(req, case):
                               ("base cached", next_version(patches[:-1], scratch / "v5"),
                                "bench-next"),
                               ("one .c file", None, "bench-one-c")):
-        pats = pats or [str(one_c_patch(work / "tree", scratch))]
+        pats = pats or [str(one_c_patch(workdir.tree(work), scratch))]
         name = f"{name}-{stamp}"
         env = {k: v for k, v in os.environ.items()
                if k not in ("A", "B", "KX_GIVEN", "CONFIG", "KCONFIG")}

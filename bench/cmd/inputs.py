@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path, PurePosixPath
 
 from kbuild.commands import COMMON, TARGETS
-from kbuild import build, series, trees
+from kbuild import build, series, trees, workdir
 from kbuild.proc import missing_tool
 from kbuild.util import KexpandError, atomic_write_json, log
 
@@ -87,7 +87,7 @@ def open_tree(req, case, refs=(), files=(), focus=()):
         commits = _resolve_all(top, refs, files, focus)
         return trees.user_clone(top, req.work), top, f"git tree {top}", commits
     _c, _f, version = series.prepare(case, req.work, req.tarball, req.progress)
-    tree = req.work / "tree"
+    tree = workdir.tree(req.work)
     return tree, tree, f"{series.SOURCE_PACKAGE} {version}", \
         _resolve_all(tree, refs, files, focus)
 

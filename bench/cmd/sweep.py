@@ -269,7 +269,7 @@ def cmd_sweep(req, case):
         req.progress.say(f"  finding what keeps {', '.join(own) or req.file} on "
                          "(olddefconfig trials, no build)")
         pinned = sw.pins(own)
-        allconfig = req.work / "sweep-allconfig"
+        allconfig = workdir.sweep_allconfig(req.work)
         atomic_write(allconfig, "".join(f"{o}={v}\n" if v != "n" else f"# {o} is not set\n"
                                         for o, v in pinned.items()))
         n_random = max(0, req.sweep_n - 2)

@@ -138,7 +138,7 @@ def _tag(req):
 def measure_local(req, case, tree, commits, files, ccs, name):
     """{commit: {"setup", "values", "total_bytes"}} on this machine; one
     build dir per compiler rolls through the history."""
-    state_file = req.work / "track" / f"{results.safe_name(name)}-dirs.json"
+    state_file = workdir.track_state(req.work, results.safe_name(name))
     state = read_json(state_file) if state_file.exists() else None
     state = state if isinstance(state, dict) else {}
     config = build.case_config(req, case)

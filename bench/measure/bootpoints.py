@@ -3,7 +3,7 @@ conformance snippets compiled at each point (make boot, make bench):
 the records results/<commit12>/boot.json and conformance.json."""
 import time
 
-from kbuild import boot, build, conformance, series
+from kbuild import boot, build, conformance, series, workdir
 from kbuild.util import EXIT_BOOT, EXIT_BUILD, EXIT_INFRA, atomic_write_json, log
 
 from .. import results
@@ -32,7 +32,7 @@ def boot_points(req, case, tree, todo):
             # 770 objects after a minmax.h change); kernel_build_from says so
             t0 = time.monotonic()
             r = boot.boot_point(tree, bdir, config, promises,
-                                req.work / "boot" / commit[:12], req.boot_timeout, req.jobs)
+                                workdir.boot(req.work, commit), req.boot_timeout, req.jobs)
             req.split.add("builds", r.get("kernel_build_s", 0.0))
             req.split.add("boots", time.monotonic() - t0 - r.get("kernel_build_s", 0.0))
             if r["status"] != "infra-error":

@@ -9,7 +9,7 @@ import json
 import zlib
 from pathlib import Path
 
-from kbuild import build
+from kbuild import build, workdir
 from kbuild.util import atomic_write, atomic_write_json, log, read_json
 
 # Bump when what a kind measures changes: its cached values are then stale.
@@ -69,7 +69,8 @@ class Cache:
     every stage that reuses a measurement builds the same key."""
 
     def __init__(self, work):
-        self.dir = Path(work) / "cache"
+        self.work = Path(work)
+        self.dir = workdir.cache(work)
 
     @staticmethod
     def _key(*parts):

@@ -20,9 +20,8 @@ cpu_median_s, samples, hyperfine, interleaved) plus `instructions`,
 `instructions_source`, `count_s`, `count_slowdown` or, when not counted,
 `instructions` None and `instructions_note` saying why."""
 import shlex
-from pathlib import Path
 
-from kbuild import build, kcmd, series
+from kbuild import build, kcmd, series, workdir
 from kbuild.util import KexpandError, log
 
 from . import icount, timing
@@ -77,7 +76,7 @@ def time_group(req, cache, tree, sides, at, ok_sides, estimates, counted):
                 estimates[f], all(counted[(f, k)] for k in KINDS)), key))
     if not todo:
         return out, {}
-    scratch = Path(tree).parent / "scratch"
+    scratch = workdir.scratch(req.work)
     scratch.mkdir(parents=True, exist_ok=True)
     bdirs = [build.build_dir(tree, c, cc) for c in commits]
     cmds = {i: {f: commands(bdirs[i], f, cc, scratch)
@@ -149,7 +148,7 @@ def count_one(cache, key, bdir, f, cc, kind, estimate_s=None):
     expansion run; None, as for a -c counted beside its expansion: the
     floor), is recorded as not counted and not cached; a counter that does
     not work is an infra error."""
-    scratch = Path(bdir).parent.parent / "scratch"
+    scratch = workdir.scratch(cache.work)
     scratch.mkdir(parents=True, exist_ok=True)
     try:
         c = icount.count(commands(bdir, f, cc, scratch)[kind], bdir, cc,

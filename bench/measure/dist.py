@@ -172,7 +172,7 @@ def config_of(spec, case, work):
     kconfig = None
     if spec.get("kconfig_text") is not None:
         text = spec["kconfig_text"]
-        kconfig = work / "kconfigs" / (hashlib.sha256(text.encode()).hexdigest()[:16]
+        kconfig = workdir.kconfigs(work) / (hashlib.sha256(text.encode()).hexdigest()[:16]
                                        + ".config")
         if not kconfig.is_file():
             atomic_write(kconfig, text)
@@ -192,7 +192,7 @@ def _chunk(spec, files):
             tree = trees.user_clone(Path(spec["kernel"]), work)
         else:
             series.prepare(case, work, Path(spec["tarball"]))
-            tree = work / "tree"
+            tree = workdir.tree(work)
         commit, cc = spec["commit"], spec["compiler"]
         if series.git(tree, "rev-parse", "-q", "--verify", f"{commit}^{{commit}}",
                       check=False).returncode != 0:

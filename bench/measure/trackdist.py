@@ -51,7 +51,7 @@ def _commit(spec, commit):
             tree = trees.user_clone(Path(spec["kernel"]), work)
         else:
             series.prepare(case, work, Path(spec["tarball"]))
-            tree = work / "tree"
+            tree = workdir.tree(work)
         if series.git(tree, "cat-file", "-e", f"{commit}^{{commit}}",
                       check=False).returncode != 0:
             raise KexpandError(f"its tree {tree} has no commit {commit[:12]}", "infra")
@@ -68,7 +68,7 @@ def _commit(spec, commit):
             raise KexpandError(f"refused: it counts instructions with {counter or why}, "
                                f"the track with {spec['counter']}", "infra")
         out["setup"]["counter"] = counter
-        state_file = work / "track" / "worker-dirs.json"
+        state_file = workdir.track_state(work, "worker")
         state = read_json(state_file) if state_file.exists() else None
         state = state if isinstance(state, dict) else {}
         for cc, ccver in spec["compilers"].items():

@@ -9,7 +9,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import gitops, mtimes
+from . import gitops, mtimes, workdir
 from .gitops import git
 from .proc import run
 from .util import KexpandError, REPO, atomic_write, atomic_write_json, log, read_json
@@ -244,7 +244,7 @@ def unpack_base(tree, tarball):
         raise KexpandError(f"{tarball} not found; install it with 'apt-get "
                            f"install {SOURCE_PACKAGE}' (make bench does it "
                            "when run as root)", "infra")
-    tmp = tree.with_name(tree.name + ".unpacking")
+    tmp = workdir.unpacking(tree.parent)
     shutil.rmtree(tmp, ignore_errors=True)      # kexpand's own, from a killed run
     tmp.mkdir(parents=True)
     log(f"unpacking {tarball} into {tree}")
@@ -304,8 +304,8 @@ def prepare(case, work, tarball, progress=None):
     """Make sure `work`/tree holds the base commit and every point's tag for
     `case`. Returns {point: commit}, plus failures {point: message}.
     Cheap when already done (state file matches the case digest)."""
-    tree = work / "tree"
-    state_file = work / f"series-{case.name}.json"
+    tree = workdir.tree(work)
+    state_file = workdir.series_state(work, case.name)
     state = read_json(state_file) if state_file.exists() else None
     digest = case.digest()
     have_tree = (tree / ".git").is_dir() and git(

@@ -15,7 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
-from . import gitops
+from . import gitops, workdir
 from .proc import run
 from .util import KexpandError, atomic_write, log
 
@@ -61,7 +61,7 @@ def clone_path(user_top, work):
     spaces or make syntax, whatever the user's directory is called)."""
     h = hashlib.sha256(str(user_top).encode()).hexdigest()[:12]
     name = re.sub(r"[^A-Za-z0-9_.+-]", "_", Path(user_top).name)[:40] or "tree"
-    return Path(work) / "trees" / f"{name}-{h}"
+    return workdir.user_trees(work) / f"{name}-{h}"
 
 
 def _common_dir(top):

@@ -34,6 +34,63 @@ ENTRIES = (MARKER, LOCK, "tree", "tree.unpacking", "cache", "trees", "bisect",
            "sweep-allconfig", "check", "track", "dask")
 
 
+# The paths kexpand keeps in a work directory, named here and nowhere else
+# (tests/test_layout.py holds the other modules to it).
+def tree(work):
+    """The packaged tree, unpacked, with the case's series committed."""
+    return Path(work) / "tree"
+
+
+def unpacking(work):
+    """Where the tarball is unpacked before it becomes tree()."""
+    return Path(work) / "tree.unpacking"
+
+
+def cache(work):
+    """The measurement cache (bench/measure/cache.py)."""
+    return Path(work) / "cache"
+
+
+def user_trees(work):
+    """Clones of users' trees (KERNEL=), one per tree (kbuild/trees.py)."""
+    return Path(work) / "trees"
+
+
+def scratch(work):
+    """Objects and outputs of timed and counted commands, thrown away."""
+    return Path(work) / "scratch"
+
+
+def boot(work, commit):
+    """One commit's boot: its initramfs and console log."""
+    return Path(work) / "boot" / commit[:12]
+
+
+def bisect(work):
+    """The bare clone `git bisect run` walks (make bisect)."""
+    return Path(work) / "bisect"
+
+
+def track_state(work, name):
+    """Which build dir a track (or a Dask worker's share) left at which commit."""
+    return Path(work) / "track" / f"{name}-dirs.json"
+
+
+def kconfigs(work):
+    """KCONFIG= files a Dask worker got as text from its client."""
+    return Path(work) / "kconfigs"
+
+
+def sweep_allconfig(work):
+    """make sweep's KCONFIG_ALLCONFIG files."""
+    return Path(work) / "sweep-allconfig"
+
+
+def series_state(work, case):
+    """Which commit each point of the case's series is, in tree()."""
+    return Path(work) / f"series-{case}.json"
+
+
 def _known(name):
     if any(fnmatch.fnmatchcase(name, pat) for pat in ENTRIES):
         return True
@@ -51,8 +108,8 @@ def check_entries(work, adopt=True):
     """Refuse (exit 2) a work directory with entries kexpand did not make;
     adopt one that holds only kexpand's (an older kexpand made it)."""
     bad = unknown_entries(work)
-    tree = Path(work) / "tree"
-    if tree.exists() and not is_own_tree(tree):
+    t = tree(work)
+    if t.exists() and not is_own_tree(t):
         bad.append("tree (not a tree kexpand unpacked)")
     if bad:
         raise KexpandError(
