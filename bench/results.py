@@ -14,6 +14,7 @@ from pathlib import Path
 
 # report.py reads results/ through this module only; these helpers are
 # its share of kbuild.util (it imports nothing from kernel-build/ itself).
+from kbuild import build
 from kbuild.util import (KexpandError, atomic_write, atomic_write_json,  # noqa: F401
                          log, printable, read_json)
 
@@ -132,7 +133,7 @@ def config_tag(base, kconfig):
     scan records' names and the pair directories: '@defconfig',
     '@kconfig-<first 8 of the file's sha256>'."""
     if kconfig:
-        return "@kconfig-" + hashlib.sha256(Path(kconfig).read_bytes()).hexdigest()[:8]
+        return "@kconfig-" + build.config_id(Path(kconfig).read_bytes())
     return "" if base in ("", "tinyconfig") else f"@{base}"
 
 
@@ -142,7 +143,7 @@ def identity(req, files=True):
     pair.json; a report directory belongs to one identity."""
     return {"kernel": str(Path(req.kernel).expanduser().resolve()) if req.kernel else None,
             "config": req.config_base,
-            "kconfig_sha256": hashlib.sha256(Path(req.kconfig).read_bytes()).hexdigest()
+            "kconfig_id": build.config_id(Path(req.kconfig).read_bytes())
             if req.kconfig else None,
             "compilers": list(req.compilers) if req.compilers_given else None,
             "files": list(req.files) if files and req.files else None}

@@ -635,3 +635,26 @@ def test_a_scans_per_file_header_records_are_kept_packed(tmp_path, capsys):
     assert not packed.exists()
     cache.put("k1", {"files": {}})      # its scan: forgotten, so made again, records and all
     assert scanfiles.file_headers(cache, "k1") == {} and cache.get("k1") is None
+
+
+def test_a_config_has_one_identity_of_one_length(tmp_path):
+    """One config identity: build.config_id, 12 hex digits, for what decides
+    a .config (Config.hash), a KCONFIG= file's report names and identity,
+    and a sweep's resolved .config."""
+    from kbuild import build
+    kconfig = tmp_path / "my.config"
+    kconfig.write_text("CONFIG_X86_64=y\n")
+    frag = tmp_path / "frag"
+    frag.write_text("CONFIG_XEN=y\n")
+    cid = build.config_id(kconfig.read_bytes())
+    assert len(cid) == 12 and int(cid, 16) >= 0
+    assert results.config_tag("tinyconfig", kconfig) == f"@kconfig-{cid}"
+
+    class Req:
+        kernel, config_base, compilers, compilers_given, files = None, "x", [], False, []
+    Req.kconfig = kconfig
+    assert results.identity(Req())["kconfig_id"] == cid
+    for c in (build.Config(frag), build.Config(frag, base="defconfig"),
+              build.Config(frag, kconfig=kconfig)):
+        assert len(c.hash()) == 12
+    assert build.Config(frag).hash() != build.Config(frag, kconfig=kconfig).hash()

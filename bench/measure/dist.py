@@ -172,8 +172,7 @@ def config_of(spec, case, work):
     kconfig = None
     if spec.get("kconfig_text") is not None:
         text = spec["kconfig_text"]
-        kconfig = workdir.kconfigs(work) / (hashlib.sha256(text.encode()).hexdigest()[:16]
-                                       + ".config")
+        kconfig = workdir.kconfigs(work) / (build.config_id(text.encode()) + ".config")
         if not kconfig.is_file():
             atomic_write(kconfig, text)
     return build.Config(case.config, base=spec["config_base"], kconfig=kconfig,

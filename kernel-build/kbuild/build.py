@@ -88,6 +88,16 @@ def compiler_version(compiler):
     return p.stdout.splitlines()[0].strip()
 
 
+
+CONFIG_ID_HEX = 12
+
+
+def config_id(data):
+    """The one identity of a config, 12 hex digits of sha256: of what
+    decides a .config (Config.hash), of a KCONFIG= file (report names,
+    Dask workers), of a resolved .config (make sweep)."""
+    return hashlib.sha256(data).hexdigest()[:CONFIG_ID_HEX]
+
 @dataclass(frozen=True)
 class Config:
     """How a build directory is configured: a base target (tinyconfig,
@@ -100,13 +110,12 @@ class Config:
     strict: bool = True
 
     def hash(self):
-        """What decides the .config besides the compiler and the commit.
-        (tinyconfig + fragment hashes as it always did, so caches stay.)"""
+        """What decides the .config besides the compiler and the commit
+        (config_id). (tinyconfig + fragment hashes as it always did, so
+        caches stay.)"""
         base = f"kconfig {hashlib.sha256(Path(self.kconfig).read_bytes()).hexdigest()}" \
             if self.kconfig else self.base
-        h = hashlib.sha256(f"{base} ARCH={ARCH}\n".encode())
-        h.update(Path(self.fragment).read_bytes())
-        return h.hexdigest()[:12]
+        return config_id(f"{base} ARCH={ARCH}\n".encode() + Path(self.fragment).read_bytes())
 
     def describe(self):
         base = f"KCONFIG={self.kconfig}" if self.kconfig else self.base
