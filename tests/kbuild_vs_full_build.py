@@ -14,7 +14,6 @@ also compiles arch/x86/boot/ and init/version-timestamp.c, built from a
 linked vmlinux; Kbuild's scan also has modules bzImage leaves out).
 Exit 0 when every file in both has the same bytes."""
 import json
-import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -77,5 +76,4 @@ def main():
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("KX_GIVEN", "")
     sys.exit(main())
