@@ -658,3 +658,13 @@ def test_a_config_has_one_identity_of_one_length(tmp_path):
               build.Config(frag, kconfig=kconfig)):
         assert len(c.hash()) == 12
     assert build.Config(frag).hash() != build.Config(frag, kconfig=kconfig).hash()
+
+
+def test_bench_check_targets_are_seconds_or_a_ratio_of_the_floor():
+    """Issue 33's targets: defconfig cold at most 1.3x its floor, base
+    cached 1.2x; tinyconfig cold 3 min; one .c file 20 s."""
+    from bench.cmd.checkbench import TARGETS, target_s
+    assert target_s(TARGETS["defconfig"]["cold"], 459.3) == 597.1
+    assert target_s(TARGETS["defconfig"]["base cached"], 205.5) == 246.6
+    assert target_s(TARGETS["tinyconfig"]["cold"], 70.0) == 180
+    assert target_s(TARGETS["defconfig"]["one .c file"], 0.8) == 20
