@@ -77,14 +77,13 @@ def main(argv=None):
     subcommand; returns its exit code. Callable in-process (tests)."""
     args = vars(parser().parse_args(argv))
     cmd = args.pop("cmd")
-    extra = {k: args.pop(k, None) for k in ("tree", "step_threshold", "strict_config")}
+    extra = {k: args.pop(k, None) for k in ("tree", "step_threshold")}
     req = settings.from_env(cmd, args)
     proc.set_limits(req.e_time_limit, req.e_mem_limit)
     case = series.load_case(req.case, req.cases_dir)
     if cmd != "prepare":
         sandbox.check()       # before any work: refuse rather than run bare
     if cmd == "bisect-step":
-        req.strict_config = extra["strict_config"] != "0"
         return bisection.cmd_bisect_step(req, case, extra["tree"], extra["step_threshold"])
     return {"prepare": prepare.cmd_prepare, "bench": bench.cmd_bench,
             "boot": boot.cmd_boot, "compare": compare.cmd_compare,

@@ -668,3 +668,20 @@ def test_bench_check_targets_are_seconds_or_a_ratio_of_the_floor():
     assert target_s(TARGETS["defconfig"]["base cached"], 205.5) == 246.6
     assert target_s(TARGETS["tinyconfig"]["cold"], 70.0) == 180
     assert target_s(TARGETS["defconfig"]["one .c file"], 0.8) == 20
+
+
+def test_the_request_is_built_once(env, tmp_path):
+    """settings.from_env builds the Request and freezes it: a command that
+    needs another (make track's compares) makes a new one; what depends on
+    the tree (strict config on the packaged one) is set there, not later."""
+    import dataclasses
+    req = settings.from_env("check", {}, dict(env, THRESHOLD="20%"))
+    assert req.strict_config is True and req.growth_ratio == 1.2
+    with pytest.raises(AttributeError, match="built once"):
+        req.strict_config = False
+    sub = dataclasses.replace(req, files=["mm/x.c"], command="compare")
+    assert sub.files == ["mm/x.c"] and req.files == [] and req.command == "check"
+    user = tmp_path / "linux"
+    user.mkdir()
+    assert settings.from_env("scan", {"kernel": str(user)}, env).strict_config is False
+    assert settings.from_env("bisect", {}, env).compilers == ["gcc"]

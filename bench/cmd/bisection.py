@@ -59,7 +59,6 @@ def cmd_bisect(req, case):
                            "BAD=laight-v4")
     focus = [f for f, _ in case.focus]
     check_file_names([req.file], focus)
-    req.compilers = ["gcc"]
     with workdir.lock(req.work):
         tree, repo, package, (good, bad) = open_tree(req, case, [req.good, req.bad],
                                                      [req.file], focus)

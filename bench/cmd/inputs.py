@@ -83,7 +83,6 @@ def open_tree(req, case, refs=(), files=(), focus=()):
     required there."""
     if req.kernel:
         top = trees.check_user_tree(req.kernel)
-        req.strict_config = False
         commits = _resolve_all(top, refs, files, focus)
         return trees.user_clone(top, req.work), top, f"git tree {top}", commits
     _c, _f, version = series.prepare(case, req.work, req.tarball, req.progress)

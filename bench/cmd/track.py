@@ -15,7 +15,7 @@ DASK_SCHEDULER=, commits are measured on the cluster's workers
 (measure/trackdist.py). The noise model is bench/history.py's. Writes
 results/track/<name>/track.json and one CSV per metric and compiler;
 report.py --track draws the graphs and pages."""
-import copy
+import dataclasses
 import datetime
 import re
 import shlex
@@ -130,9 +130,8 @@ def cmd_track(req, case):
 
 def _tag(req):
     """The directory-name suffix of a track: its tree, files, compilers."""
-    r = copy.copy(req)
-    r.config_base, r.kconfig = "tinyconfig", None
-    return results.identity_tag(r)
+    return results.identity_tag(dataclasses.replace(req, config_base="tinyconfig",
+                                                    kconfig=None))
 
 
 def measure_local(req, case, tree, commits, files, ccs, name):
@@ -273,10 +272,8 @@ def predraw_compares(req, case, tree, repo, package, rec):
 
 
 def _sub_request(req, files, ccs):
-    sub = copy.copy(req)
-    sub.files, sub.compilers, sub.compilers_given, sub.command = files, ccs, True, "compare"
-    sub.no_time = True
-    return sub
+    return dataclasses.replace(req, files=files, compilers=ccs, compilers_given=True,
+                               command="compare", no_time=True)
 
 
 def write(out, rec, files, ccs):

@@ -41,10 +41,6 @@ def commit_task(spec, commit):
 def _commit(spec, commit):
     sandbox.check()             # a worker builds in its sandbox or not at all
     work = settings.work_dir(os.environ)
-    req = settings.Request("track", case=spec["case"], work=work,
-                           results=work / "results-unused", jobs=os.cpu_count() or 1,
-                           icount_cap=spec["icount_cap"], config_base=spec["config_base"],
-                           strict_config=spec["strict"])
     with workdir.lock(work):
         case = series.load_case(spec["case"], Path(spec["cases_dir"]))
         if spec["kernel"]:
@@ -55,8 +51,12 @@ def _commit(spec, commit):
         if series.git(tree, "cat-file", "-e", f"{commit}^{{commit}}",
                       check=False).returncode != 0:
             raise KexpandError(f"its tree {tree} has no commit {commit[:12]}", "infra")
-        if spec["kconfig_text"] is not None:
-            req.kconfig = dist.config_of(spec, case, work).kconfig
+        req = settings.Request(
+            "track", case=spec["case"], work=work, results=work / "results-unused",
+            jobs=os.cpu_count() or 1, icount_cap=spec["icount_cap"],
+            config_base=spec["config_base"], strict_config=spec["strict"],
+            kconfig=dist.config_of(spec, case, work).kconfig
+            if spec["kconfig_text"] is not None else None)
         config = build.case_config(req, case)
         if config.hash() != spec["config_hash"]:
             raise KexpandError("refused: its cases/ give another config than the "

@@ -83,10 +83,22 @@ class Request:
     report_url: str | None = None     # REPORT_URL=: where results/check/ is served
     top: int = 20
     repeat: int = 10
-    # set by the stages, not by the user
     strict_config: bool = True        # False on a user's tree (KERNEL=)
+    # what the stages report into (their contents change, not the fields)
     progress: Progress = field(default_factory=Progress)
     split: Split = field(default_factory=Split)
+
+    def freeze(self):
+        """The request is built once (from_env) and not changed after: a
+        command that needs another makes a new one (dataclasses.replace)."""
+        object.__setattr__(self, "_frozen", True)
+
+    def __setattr__(self, name, value):
+        if getattr(self, "_frozen", False):
+            raise AttributeError(f"Request.{name}: the request is built once, in "
+                                 "settings.from_env; make a new one with "
+                                 "dataclasses.replace")
+        object.__setattr__(self, name, value)
 
 
 def split_list(s):
@@ -189,6 +201,13 @@ def from_env(command, args=None, env=None):
         setattr(req, key, bool(v))
     sandbox.set_enabled(not req.no_sandbox)
     _dask(req, get)
+    # the packaged tree must keep every fragment option; a user's tree
+    # (KERNEL=) only warns (a bisect step is told which by its caller)
+    req.strict_config = args["strict_config"] != "0" if "strict_config" in args \
+        else not req.kernel
+    if command in ("bisect", "bisect-step"):
+        req.compilers = ["gcc"]
+    req.freeze()
     return req
 
 
