@@ -131,7 +131,7 @@ def config_tag(base, kconfig):
     """'' for the default config (tinyconfig under the case's fragment);
     otherwise a suffix that keeps scans of another config apart, in the
     scan records' names and the pair directories: '@defconfig',
-    '@kconfig-<first 8 of the file's sha256>'."""
+    '@kconfig-<the file's config id>' (build.config_id)."""
     if kconfig:
         return "@kconfig-" + build.config_id(Path(kconfig).read_bytes())
     return "" if base in ("", "tinyconfig") else f"@{base}"
@@ -143,7 +143,8 @@ def identity(req, files=True):
     pair.json; a report directory belongs to one identity."""
     return {"kernel": str(Path(req.kernel).expanduser().resolve()) if req.kernel else None,
             "config": req.config_base,
-            "kconfig_id": build.config_id(Path(req.kconfig).read_bytes())
+            # (the name reports had before config_id: their identity still matches)
+            "kconfig_sha256": build.config_id(Path(req.kconfig).read_bytes())
             if req.kconfig else None,
             "compilers": list(req.compilers) if req.compilers_given else None,
             "files": list(req.files) if files and req.files else None}

@@ -75,8 +75,9 @@ def explain(req, case, tree, tipdir, at, commits, regs, cache, stacks=True):
 
 def _jobs(req, worst, top, side, at, clang=None):
     """One side's jobs, the longest first so that JOBS workers end together:
-    clang's build and stacks of the worst file, its -c count, its macros
-    (one -E -fdebug-cpp, several times its -E), then the other counts."""
+    clang's build of the worst file and its stacks, the file's -c count
+    (under QEMU, several times its compile), its macros (one -E
+    -fdebug-cpp, several times its -E), then the other counts."""
     jobs = [(_clang_stack, clang)] if clang and not req.no_macros else []
     jobs += [(_count, (r["file"], r, side, *at)) for r in top[:1]]
     if not req.no_macros:
@@ -145,7 +146,10 @@ def _clang_stack(f, row, req, case, tree, tip, cache):
     config = build.case_config(req, case)
     f = row["file"]
     bdir = build.build_dir(tree, tip, "clang")
-    key = cache.macros_key(At.of(tip, "clang", config), f)
+    # keyed by the line looked into: gcc's hottest (a clang compare or
+    # check looks into clang's own, under the file's plain key)
+    hot = (row["hot_lines_tip"][:1] or [{}])[0].get("at")
+    key = cache.macros_key(At.of(tip, "clang", config), f"{f}|gcc-hot:{hot}")
     m = cache.get(key)
     if m is None:
         req.progress.say(f"  clang: building {f} at the tip for its expansion stacks")

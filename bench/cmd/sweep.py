@@ -13,6 +13,7 @@ confirmed by toggling each alone on the base config. Writes
 results/sweep/<point>/<file with / as _>/options.csv and sweep.json; the
 plot is drawn by report.py. Every configuration is kept (seed, .config
 hash, bytes; the .config itself in the work directory)."""
+import hashlib
 import math
 import os
 import re
@@ -164,7 +165,10 @@ class Sweep:
         how(bdir)
         self.make(bdir, "olddefconfig")
         text = (bdir / ".config").read_bytes()
-        chash = build.config_id(text)
+        # a resolved .config (olddefconfig's output) named by its content,
+        # 16 hex as in the sweeps' records: not a config identity, which
+        # names what decides a config (build.config_id)
+        chash = hashlib.sha256(text).hexdigest()[:16]
         rec = {"id": cid, "kind": kind, "config_sha256": chash,
                "options": read_config(bdir / ".config")}
         key = self.cache.sweep_key(At(self.commit, "gcc", build.compiler_version("gcc"),

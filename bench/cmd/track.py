@@ -84,7 +84,7 @@ def cmd_track(req, case):
     # a track is its tree, files and compilers; its config may change from
     # one night to the next, and is then shown as a setup change
     ident = {k: v for k, v in results.identity(req).items()
-             if k not in ("config", "kconfig_id")}
+             if k not in ("config", "kconfig_sha256")}
     ident["track"] = name
     out = req.results / "track" / (results.safe_name(name) + _tag(req))
     results.claim_dir(out, ident)

@@ -95,7 +95,7 @@ CONFIG_ID_HEX = 12
 def config_id(data):
     """The one identity of a config, 12 hex digits of sha256: of what
     decides a .config (Config.hash), of a KCONFIG= file (report names,
-    Dask workers), of a resolved .config (make sweep)."""
+    identity, Dask workers)."""
     return hashlib.sha256(data).hexdigest()[:CONFIG_ID_HEX]
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ variable meant), and what a git revision may look like (A=, B=, GOOD=,
 BAD=, BASE=, RANGE=), so that a ref git would refuse is refused before the
 tree is unpacked or cloned."""
 import difflib
+import math
 import re
 
 from .util import KexpandError, log
@@ -119,3 +120,47 @@ def check_range(var, value):
         raise KexpandError(f"{var}={value!r}: give both ends, for example "
                            f"{var}=v6.6..v6.7")
     return (check_ref(var, a), check_ref(var, b))
+
+
+# The parsers of settings.from_env (each setting is parsed there, once).
+def parse_int(name, value, lo, hi, example):
+    """A whole number in [lo, hi] or a user error naming the setting."""
+    s = str(value).strip()
+    if not re.fullmatch(r"[0-9]+", s) or not lo <= int(s) <= hi:
+        raise KexpandError(f"{name}={value!r}: give a whole number from {lo} to "
+                           f"{hi}, for example {name}={example}")
+    return int(s)
+
+
+THRESHOLD_UNITS = {"": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6,
+                   "g": 1e9, "gb": 1e9}
+
+
+def parse_threshold(s):
+    """THRESHOLD: bytes ('20000000', '20MB', '20M') or a ratio of GOOD's
+    bytes ('2x'). Returns ('bytes', n) or ('ratio', r)."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(x|[kmg]b?|)\s*", s or "",
+                     re.I)
+    if m:
+        v, unit = float(m.group(1)), m.group(2).lower()
+        if math.isfinite(v) and v > 0:
+            if unit == "x":
+                return ("ratio", v)
+            if v * THRESHOLD_UNITS[unit] < 1e15:
+                return ("bytes", int(v * THRESHOLD_UNITS[unit]))
+    raise KexpandError(f"THRESHOLD={s!r}: give bytes (THRESHOLD=20000000 or "
+                       "THRESHOLD=20MB) or a ratio of GOOD's bytes (THRESHOLD=2x)")
+
+
+def parse_growth(s, var="THRESHOLD"):
+    """THRESHOLD (TOTAL_THRESHOLD) of make check: the growth of a file's
+    (the whole build's) -E bytes that makes a regression, as a ratio
+    ('1.2x') or a percentage ('20%', '+20%', '0.5%'). Returns the ratio (> 1)."""
+    m = re.fullmatch(r"\s*\+?([0-9]+(?:\.[0-9]+)?)\s*(x|%)\s*", s or "", re.I)
+    if m:
+        v = float(m.group(1))
+        r = v if m.group(2).lower() == "x" else 1 + v / 100
+        if math.isfinite(r) and 1 < r < 1e6:
+            return r
+    raise KexpandError(f"{var}={s!r}: give the growth that makes a regression, "
+                       f"as a percentage ({var}=20%) or a ratio ({var}=1.2x)")
