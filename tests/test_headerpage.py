@@ -212,3 +212,17 @@ def test_make_scan_writes_the_headers_page_and_links_it(fake):
     assert 'href="../../pages/scans.html"' in text
     for ref in re.findall(r'href="([^"#]+)"', text):
         assert os.path.exists(d / ref), ref
+    # the next scan's report.py --scan draws the scan's page and the scans
+    # list again (older than the report it rewrites), not the other sections
+    lst = base / "results/pages/scans.html"
+    for stale in (d / "index.html", lst):
+        stale.write_text("stale")
+        os.utime(stale, (1, 1))
+    other = base / "results/pages/checks.html"
+    before = other.read_text()
+    other.write_text(before + "<!-- mine -->")
+    p = subprocess.run([PY, str(REPO / "report.py"), "--scan"], env=env,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert (d / "index.html").read_text() != "stale" and lst.read_text() != "stale"
+    assert other.read_text().endswith("<!-- mine -->")
