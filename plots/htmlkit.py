@@ -123,9 +123,11 @@ def stale(path, *sources):
 
 def draws(mode, page, *sources):
     """Whether a section in `mode` draws one report's page: "all" (make
-    plots), "new" (only a page older than its record), None (nothing: the
-    section is only summarised for the index)."""
-    return mode == "all" or (mode == "new" and stale(page, *sources))
+    plots), "new" (only a page older than its record), None (only a page
+    that is missing: the section is otherwise only summarised for the
+    index, whose links must lead somewhere)."""
+    return mode == "all" or not Path(page).exists() or \
+        (mode == "new" and stale(page, *sources))
 
 
 def write(path, text):

@@ -363,3 +363,10 @@ def test_a_check_draws_its_own_report_and_the_index_not_the_others(fake, tmp_pat
     assert "check/first/index.html" in index.read_text()
     lst = (base / "results/pages/checks.html").read_text()
     assert "first" in lst and "second" in lst
+    # a page the index links to is drawn when missing, also by a command
+    # that draws another section (here a scan's)
+    import report
+    (first / "index.html").unlink()
+    report.page.write_index(base / "results", report.PLOT_ORDER, "fake", {"scans"})
+    assert (first / "index.html").exists()
+    assert "check/first/index.html" in index.read_text()
