@@ -381,8 +381,7 @@ def main(argv=None):
     if not (args.index or args.check or args.scan or args.sweep):
         write_tracks(results)   # a compare may be a track's commit against its parent
     # the index, and the pages of what this run made (make plots: every page)
-    made = command if command != "report" else "compare" if args.track or args.pair \
-        else "report"
+    made = "compare" if command == "report" and (args.track or args.pair) else command
     out = page.write_index(results, PLOT_ORDER, req.case,
                            page.DRAWS.get(made, set(page.SECTIONS) if args.index else None))
     log(f"wrote {out}")

@@ -44,8 +44,8 @@ def write_index(results, plot_order, case=None, draw=None):
     every page of the site but the tracks' own, which report.py --track
     draws): a section named there, or whose page is missing, draws its list
     page and the pages of the reports newer than their page (htmlkit.draws);
-    the others are only summarised on the index. plot_order: the stems of the series plots, in
-    the order to show them."""
+    the others are only summarised on the index. plot_order: the stems of
+    the series plots, in the order to show them."""
     results = Path(results)
     mode = {k: "all" if draw is None else "new" if k in draw or
             not sections.section_path(results, k).exists() else None for k in SECTIONS}

@@ -43,6 +43,8 @@ def target_s(spec, floor):
     if isinstance(spec, str):
         return round(float(spec[:-1]) * floor, 1)
     return spec
+
+
 ONE_C = """From: kexpand bench-check <kexpand@localhost>
 Date: Mon, 1 Jan 2024 00:00:00 +0000
 Subject: [PATCH] xen: a comment in setup.c

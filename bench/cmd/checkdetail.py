@@ -28,9 +28,10 @@ def text_at(tree, commit, at):
 
 def explain(req, case, tree, tipdir, at, commits, regs, cache, stacks=True):
     """Fill each regression row in place (see README, "make check results");
-    `at`: the base, its compiler and config (cache.At). stacks: clang's expansion stacks of the first row at the tip (a clang
-    build of its object), for a file that blew up; not for a whole build's
-    witness, whose growth is spread over many lines."""
+    `at`: the base, its compiler and config (cache.At). stacks: clang's
+    expansion stacks of the first row at the tip (a clang build of its
+    object), for a file that blew up; not for a whole build's witness,
+    whose growth is spread over many lines."""
     base, cc, tip = at.commit, at.cc, commits[-1][2]
     subjects = [s for _, s, _ in commits]
     files = [r["file"] for r in regs]
@@ -148,8 +149,9 @@ def _clang_stack(f, row, req, case, tree, tip, cache):
     bdir = build.build_dir(tree, tip, "clang")
     # keyed by the line looked into: gcc's hottest (a clang compare or
     # check looks into clang's own, under the file's plain key)
-    hot = (row["hot_lines_tip"][:1] or [{}])[0].get("at")
-    key = cache.macros_key(At.of(tip, "clang", config), f"{f}|gcc-hot:{hot}")
+    gcc_hot = row["hot_lines_tip"][:1]
+    key = cache.macros_key(At.of(tip, "clang", config),
+                           f"{f}|gcc-hot:{(gcc_hot or [{}])[0].get('at')}")
     m = cache.get(key)
     if m is None:
         req.progress.say(f"  clang: building {f} at the tip for its expansion stacks")
@@ -161,7 +163,7 @@ def _clang_stack(f, row, req, case, tree, tip, cache):
                 return
         # gcc's hottest line at the tip (the scan's): clang looks into the
         # same line, without an -E of its own
-        m = macros.measure(bdir, f, "clang", {"hot_lines": row["hot_lines_tip"][:1]})
+        m = macros.measure(bdir, f, "clang", {"hot_lines": gcc_hot})
         if m.get("status") != "error":
             cache.put(key, m)
     hot = m.get("hot_line") or {}

@@ -16,10 +16,10 @@ def boot_points(req, case, tree, todo):
     of the code under test are cached; an infra error is retried next run."""
     cache = Cache(req.work)
     config = build.case_config(req, case)
-    qver = boot.qemu_version()
+    qver, gcc = boot.qemu_version(), At.of(None, "gcc", config)
     worst = 0
     for name, commit in todo:
-        at = At.of(commit, "gcc", config)
+        at = gcc.moved(commit)
         promises = case.point(name).promises_text() if name in case.names() else ""
         key = cache.boot_key(at, boot.inputs_hash(), qver, promises, req.boot_timeout)
         r = cache.get(key)
@@ -55,10 +55,10 @@ def conformance_points(req, case, tree, todo):
     if not snippets:
         return
     cache = Cache(req.work)
-    config = build.case_config(req, case)
+    gcc = At.of(None, "gcc", build.case_config(req, case))
     focus = [f for f, _ in case.focus]
     for name, commit in todo:
-        at = At.of(commit, "gcc", config)
+        at = gcc.moved(commit)
         key = {s["name"]: cache.conformance_key(at, s["hash"])
                for s in snippets}
         got = {n: cache.get(k) for n, k in key.items()}

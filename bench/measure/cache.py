@@ -124,13 +124,7 @@ class Cache:
         """The cached value, or None. A value of the wrong shape is
         reported once and treated as missing (it is measured again)."""
         p = self.dir / f"{key}.json"
-        if not p.exists():
-            return None
-        v = read_json(p)
-        if v is not None and not isinstance(v, shape):
-            log(f"warning: cache entry {p} has the wrong shape; measuring again")
-            return None
-        return v
+        return _shaped(p, read_json(p), shape) if p.exists() else None
 
     def put(self, key, value):
         atomic_write_json(self.dir / f"{key}.json", value)
@@ -158,9 +152,12 @@ class Cache:
             log(f"warning: cache entry {p} is unreadable ({e}); removed")
             p.unlink(missing_ok=True)
             return None
-        if not isinstance(v, shape):
-            log(f"warning: cache entry {p} has the wrong shape; measuring again")
-            return None
-        return v
+        return _shaped(p, v, shape)
 
 
+def _shaped(p, v, shape):
+    """v, or None (reported) when a cache entry holds another shape."""
+    if v is not None and not isinstance(v, shape):
+        log(f"warning: cache entry {p} has the wrong shape; measuring again")
+        return None
+    return v

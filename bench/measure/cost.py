@@ -120,8 +120,9 @@ def time_group(req, cache, tree, sides, at, ok_sides, estimates, counted):
 
 def count_plan(req, cache, at, f, kind, estimate):
     """What to do about the instruction count of f's `kind` command at one
-    commit, compiler and config (`at`: cache.At): ("have", result) when cached or not to be counted (the result
-    then says why), ("count", cache key) otherwise. Only -E is capped:
+    commit, compiler and config (`at`: cache.At): ("have", result) when
+    cached or not to be counted (the result then says why), ("count",
+    cache key) otherwise. Only -E is capped:
     a -E whose preprocessor took more than ICOUNT_CAP CPU seconds in the
     expansion run (`estimate`) is not counted; -c is always counted, since
     it decides the verdict of a compare."""
