@@ -182,6 +182,33 @@ def test_a_record_of_another_command_is_never_read_as_a_measurement(tree):
         kbuildscan.collect(t, sdir, 0)
 
 
+def test_a_result_kept_beside_its_record_is_read_back_only_for_that_record(tree):
+    """collect keeps each file's result beside its record, so that a copy
+    of the dir reads back only what Kbuild measured again; a kept result
+    is used only while its record is the one it was made from."""
+    import os
+    t, (one, _), config = tree
+    series.checkout(t, one)
+    a = kbuildscan.scan(t, one, "gcc", config, 2)
+    sdir = build.scan_dir(t, one, "gcc")
+    rec = kbuildscan.record_path(sdir, "mm/compaction.o")
+    kept = rec.with_name(rec.name[:-len(kbuildscan.RECORD)] + kbuildscan.RESULT)
+    data = json.loads(kept.read_text())
+    assert data["result"]["bytes"] == a["files"]["mm/compaction.c"]["bytes"]
+    data["result"]["bytes"] += 1          # read back as kept: the record is not parsed
+    kept.write_text(json.dumps(data))
+    files, _ = kbuildscan.collect(t, sdir, 0)
+    assert files["mm/compaction.c"]["bytes"] == a["files"]["mm/compaction.c"]["bytes"] + 1
+    st = rec.stat()                       # the record rewritten: the kept one is stale
+    os.utime(rec, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    files, _ = kbuildscan.collect(t, sdir, 0)
+    assert files["mm/compaction.c"]["bytes"] == a["files"]["mm/compaction.c"]["bytes"]
+    assert json.loads(kept.read_text())["result"]["bytes"] == files["mm/compaction.c"]["bytes"]
+    kept.write_text("{not json")          # a damaged one is made again
+    files, _ = kbuildscan.collect(t, sdir, 0)
+    assert files["mm/compaction.c"]["bytes"] == a["files"]["mm/compaction.c"]["bytes"]
+
+
 def test_a_copy_made_at_other_kconfig_files_is_configured_again(tree):
     """A dir seeded from another commit's keeps its .config only if no
     Kconfig file, config fragment or kconfig tool differs between the two

@@ -372,6 +372,25 @@ def test_compile_command_unknown_format_is_infra(tmp_path):
     assert str(bdir / "mm" / ".compaction.o.cmd") in str(e.value)
 
 
+def test_kbuild_commands_split_as_the_shell_splits_them():
+    """kcmd.split (scanfiles reads compile_commands.json's commands with
+    it) gives shlex.split's words, or its error, for plain commands,
+    quoted parts and whatever it leaves to shlex."""
+    import shlex
+    cases = ["gcc -Wp,-MMD,a/.b.o.d -nostdinc -I./include -DKBUILD_MODFILE='\"mm/x\"' "
+             "-DKBUILD_BASENAME='\"x\"' -c -o mm/x.o mm/x.c",
+             "a b  c", 'a "" b', "a '' b", 'x"a b"y', "-D'A=1 2'", "a'b'\"c\"d", "a\tb\nc",
+             "", "   ", "a\\ b", "a $X", 'a "b\\"c"', "a `b`", "'open", 'a"b', "a'b\"c'd"]
+    for c in cases:
+        try:
+            want = shlex.split(c)
+        except ValueError as e:
+            with pytest.raises(ValueError, match=str(e)):
+                kcmd.split(c)
+            continue
+        assert kcmd.split(c) == want, c
+
+
 def test_compile_command_missing_cmd_file_is_build(tmp_path):
     (tmp_path / "kb").mkdir()
     with pytest.raises(KexpandError) as e:

@@ -25,8 +25,17 @@ its dependencies). A scan dir may be walked through other commits
 (make check's per-patch bytes: `make <objects>` at each commit); it
 remembers the commit it was last made at (builddir.made_at), and the files that differ
 from it are stamped new first (mtimes.mark_changed), so that a checkout
-that gives files back an older time (kbuild.mtimes) cannot hide them."""
+that gives files back an older time (kbuild.mtimes) cannot hide them.
+
+Reading a record back costs more than the analyzer's JSON: its bytes by
+header become the per-file record (headers.record, about 5 ms a file).
+So collect keeps each file's result beside its record (.<name>.o.kx-result.json,
+stamped with the record's time and size, its command and the code that
+made it), and a copy of the dir carries them: a later commit's scan reads
+back only the results of what Kbuild measured again."""
+import hashlib
 import json
+import os
 import platform
 import shlex
 import shutil
@@ -41,6 +50,12 @@ from . import scanfiles
 TARGET = "compile_commands.json"
 HOST = platform.node()
 RECORD = ".kx.json"
+RESULT = ".kx-result.json"
+# what makes a result out of a record: a kept result made by other code
+# is made again
+CODE = hashlib.sha256(b"".join(
+    (Path(__file__).parent / m).read_bytes()
+    for m in ("kbuildscan.py", "scanfiles.py", "headers.py", "expansion.py"))).hexdigest()[:16]
 
 
 def record_path(bdir, obj):
@@ -99,22 +114,65 @@ def measure(tree, sdir, commit, compiler, config, jobs, files):
     out = {}
     for f in files:
         argv = kcmd.compile_command(sdir, f)
-        out[f] = result(_read(sdir, f, argv))
+        out[f] = dict(result(_read(sdir, f, argv)), host=HOST)
     return out
 
 
 def collect(tree, bdir, since):
     """{file: scan result} of every C file the build compiled (the .cmd
     files, as scanfiles.compile_commands reads them), from kx-cc's
-    records, and the files measured by this run (records newer than
-    `since`)."""
+    records (or the result kept beside one), and the files measured by
+    this run (records newer than `since`)."""
     files, measured = {}, []
     for rel, argv in scanfiles.compile_commands(tree, bdir):
-        rec = _read(bdir, rel, argv)
-        files[rel] = result(rec)
-        if record_path(bdir, kcmd.output_file(argv)).stat().st_mtime >= since:
+        path = record_path(bdir, kcmd.output_file(argv))
+        try:
+            st = path.stat()
+        except OSError:
+            st = None
+        files[rel] = dict(kept_result(path, st, argv) or _result_of(bdir, rel, argv, st),
+                          host=HOST)
+        if st and st.st_mtime >= since:
             measured.append(rel)
     return files, measured
+
+
+def _stamp(st, argv):
+    """What a kept result is valid for: its record's time and size, the
+    command, the code that makes results."""
+    return [st.st_mtime_ns, st.st_size,
+            hashlib.sha256(json.dumps(argv).encode()).hexdigest()[:32], CODE]
+
+
+def kept_result(path, st, argv):
+    """The result kept beside record `path` (stat `st`), if it was made
+    from this record, for this command, by this code; else None."""
+    if st is None:
+        return None
+    try:
+        kept = json.loads(path.with_name(path.name[:-len(RECORD)] + RESULT).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(kept, dict) or kept.get("stamp") != _stamp(st, argv) or \
+            not isinstance(kept.get("result"), dict) or \
+            kept["result"].get("status") not in ("ok", "error"):
+        return None
+    return kept["result"]
+
+
+def _result_of(bdir, rel, argv, st):
+    """A file's result from its record, kept beside it for the next read."""
+    r = result(_read(bdir, rel, argv))
+    path = record_path(bdir, kcmd.output_file(argv))
+    out = path.with_name(path.name[:-len(RECORD)] + RESULT)
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps({"stamp": _stamp(st, argv), "result": r},
+                                  separators=(",", ":")))
+        os.replace(tmp, out)
+    except OSError:
+        pass            # (a read-only dir: read again next time)
+    return r
 
 
 def _read(bdir, rel, argv):
@@ -134,14 +192,15 @@ def _read(bdir, rel, argv):
 
 
 def result(rec):
-    """A kx-cc record as scanfiles.measure_one gives a file's result, with
-    the host that measured it (as a Dask worker's result names it)."""
+    """A kx-cc record as scanfiles.measure_one gives a file's result
+    (collect adds the host that measured it, as a Dask worker's result
+    names it)."""
     if rec["status"] != "ok":
         reason = rec.get("reason") or "error"
         error = rec.get("error", "")[-2000:]
         if reason in proc.LIMITS_HIT:
             error = f"{proc.limit_text(reason)}: {shlex.join(rec['argv'])[:300]}\n{error}"
         return {"status": "error", "error": error, "reason": reason,
-                "seconds": rec["seconds"], "host": HOST}
+                "seconds": rec["seconds"]}
     a = dict(rec["analysis"], cpp_cpu_s=rec["cpp_cpu_s"])
-    return dict(scanfiles.result_of(a, rec["seconds"]), host=HOST)
+    return scanfiles.result_of(a, rec["seconds"])

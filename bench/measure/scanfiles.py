@@ -4,7 +4,6 @@ analyzer on a file, as a remote Dask worker does; result_of makes the
 record of the analyzer's output, as kbuildscan does for kx-cc's), then
 the scan's figures (summary) and where the cache keeps it (keep)."""
 import json
-import shlex
 import statistics
 import time
 from pathlib import Path
@@ -55,7 +54,7 @@ def compile_commands(tree, bdir):
             continue
         if str(rel).startswith(bdir.name + "/"):
             continue          # generated sources inside the build dir
-        argv = kcmd.unwrapped(e.get("arguments") or shlex.split(e["command"]))
+        argv = kcmd.unwrapped(e.get("arguments") or kcmd.split(e["command"]))
         out_entries.append((str(rel), argv))
     return one_per_file(out_entries)
 

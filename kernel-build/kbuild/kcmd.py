@@ -9,6 +9,30 @@ from pathlib import Path
 from .util import KexpandError
 
 
+# a command of plain words and quoted parts with nothing for the shell to
+# interpret inside (no backslash, $ or backquote) is split here, in one
+# pass: shlex costs 1.3 ms a Kbuild command (4 s for a defconfig's 2,800)
+_PIECE = re.compile(r"""(\s+)|"([^"\\$`]*)"|'([^']*)'|([^\s'"\\$`]+)""")
+
+
+def split(command):
+    """shlex.split(command), faster for the commands Kbuild writes."""
+    words, word, pos = [], None, 0
+    for m in _PIECE.finditer(command):
+        if m.start() != pos:
+            return shlex.split(command)     # something for the shell: shlex
+        pos = m.end()
+        if m.group(1) is not None:
+            if word is not None:
+                words.append(word)
+            word = None
+        else:
+            word = (word or "") + next(g for g in m.groups()[1:] if g is not None)
+    if pos != len(command):
+        return shlex.split(command)
+    return words + ([word] if word is not None else [])
+
+
 def obj_of(src):
     if not src.endswith(".c"):
         raise KexpandError(f"focus file {src} is not a .c file")
