@@ -370,3 +370,41 @@ def test_a_check_draws_its_own_report_and_the_index_not_the_others(fake, tmp_pat
     report.page.write_index(base / "results", report.PLOT_ORDER, "fake", {"scans"})
     assert (first / "index.html").exists()
     assert "check/first/index.html" in index.read_text()
+
+
+def visits(tree):
+    """The commits the tree was checked out at after git am last applied a
+    series (git's reflog of HEAD), in order, the first being where am left
+    it (the series' tip)."""
+    log = subprocess.run(["git", "-C", str(tree), "reflog", "--format=%H %gs", "HEAD"],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    log.reverse()
+    last_am = max(i for i, line in enumerate(log) if " am: " in line)
+    return [log[last_am].split()[0]] + [line.split()[0] for line in log[last_am + 1:]
+                                        if " checkout: " in line]
+
+
+def test_a_check_visits_each_commit_once_for_every_compiler(fake, tmp_path):
+    """With both compilers and a series of three patches, once git am has
+    applied it (which leaves the tree at the tip): the tip, each commit of
+    the series and the base are visited once, every compiler's work done
+    there. In a cold check the base comes first, for its scan (the tip's
+    scan dir starts as a copy of the base's), and again last, for its
+    details, which wait on what the tip's scan flags."""
+    base, env = fake
+    mbox = series_mbox(tmp_path / "v2.mbox", BAD_SERIES)
+    assert code(check(env, PATCHES=mbox, BASE="before", CC="both", NAME="cold")) == 1
+    tree = base / "work" / "tree"
+    rec = json.loads((base / "results/check/cold/check.json").read_text())
+    start, tip = rec["base"]["commit"], rec["tip"]["commit"]
+    p1, p2, _ = [p["commit"] for p in rec["series"]["patches"]]
+    assert visits(tree) == [tip, start, tip, p2, p1, start]
+    for cc in ("gcc", "clang"):
+        [r] = rec["results"][cc]["regressions"]
+        assert [s["bytes"] is not None for s in r["per_patch"]] == [True] * 3, r["per_patch"]
+    # another series on the same base: the base's scan is cached
+    two = series_mbox(tmp_path / "v3.mbox", [BAD_SERIES[1], BAD_SERIES[0]])
+    assert code(check(env, PATCHES=two, BASE="before", CC="both", NAME="cached")) == 1
+    rec = json.loads((base / "results/check/cached/check.json").read_text())
+    tip, p1 = rec["tip"]["commit"], rec["series"]["patches"][0]["commit"]
+    assert visits(tree) == [tip, p1, start]

@@ -8,9 +8,11 @@ tip only): the series is applied with `git am` in kexpand's own tree
 (the user's is only read); every C file of the build is scanned at the
 base and at the tip, Kbuild driving both (measure/kbuildscan.py: the
 tip's scan dir starts as a copy of the base's, and Kbuild measures again
-what the series changed, Makefiles and Kconfig included); files that grew past THRESHOLD are followed through every
-patch of the series, with their hottest lines, macros and the
-instruction count of -c. Writes results/check/<series>/check.json and
+what the series changed, Makefiles and Kconfig included); files that
+grew past THRESHOLD are followed through every patch of the series,
+with their hottest lines, macros and the instruction count of -c.
+Every compiler's work at a commit is done in one visit (check_series).
+Writes results/check/<series>/check.json and
 check.csv; report.py draws report.txt and report.md from them. Exit 1
 when a file regressed (README, "Exit codes")."""
 import shlex
@@ -117,8 +119,8 @@ def cmd_check(req, case):
         config = build.case_config(req, case)
         # both sides Kbuild-driven here (a remote scan's files would not
         # be the tip's): DASK_SCHEDULER is make scan's and make track's
-        per_cc = {cc: check_compiler(req, case, tree, config, base, commits, cc,
-                                     (ratio, total), base_ref) for cc in cc_list}
+        per_cc = check_series(req, case, tree, config, base, commits, cc_list,
+                              (ratio, total), base_ref)
         rec = record(req, name, posted, base_ref, base, commits, repo, package, config,
                      per_cc, (ratio, total), reason, ident, time.monotonic() - t0)
         atomic_write_json(out / "check.json", rec)
@@ -147,76 +149,116 @@ def cmd_check(req, case):
     return EXIT_REGRESSION if flagged or failed or builds else 0
 
 
-def check_compiler(req, case, tree, config, base, commits, cc, ratios, base_ref):
-    """Base and tip of one compiler, then the details of what regressed."""
-    cache = Cache(req.work)
-    at = At.of(base, cc, config)
-    fresh = {"base": cache.get(cache.scan_key(at)) is None}
-    scan_base = scan_point(req, case, tree, None, cache, config, base_ref, base, cc)
-    tip = commits[-1][2]
-    tipdir = sc.TipDir(req, tree, base, tip, cc, config)
-    req.progress.step(f"tip {tip[:12]} / {cc}")
-    # FULL_BUILD=1 trusts nothing: every file measured again, from nothing
-    key = cache.scan_key(at.moved(tip)) + ("-fresh" if req.full_build else "")
-    scan_tip = cache.get(key)
-    fresh["tip"] = scan_tip is None
-    inc_tip = None
-    if scan_tip is None:
-        with req.split.timed("expansion"):
-            scan_tip = tipdir.scan(fresh=req.full_build)
-        inc_tip = scanfiles.keep(cache, key, scan_tip)
-    ratio, total = ratios
-    rows = sc.compare(scan_base, scan_tip, ratio)
-    whole = sc.whole_build(scan_base, scan_tip, rows, total)
-    whole["headers"] = sc.header_changes(
-        scan_base, scan_tip, scanfiles.file_headers(cache, cache.scan_key(at)),
-        inc_tip if inc_tip is not None else scanfiles.file_headers(cache, key))
-    whole["leads"] = sc.leads(whole, [r for r in rows if r["verdict"] == "regression"])
-    regs = [r for r in rows if r["verdict"] == "regression"]
-    better = [r for r in rows if r["verdict"] == "improvement"]
-    # built and preprocessed at the base, fails at the tip (an #error, the
-    # time or memory limit): as much a regression as growth
-    failures = [r for r in rows if r["verdict"] == "error at tip"]
-    log(f"{cc}: {len(rows)} files, {sum(r['verdict'] != 'same' for r in rows)} changed, "
-        f"{len(regs)} over the threshold, {len(failures)} failing at the tip, "
-        f"{len(better)} improved "
-        f"({scan_tip['n_reused']} unchanged since measured); whole build "
-        f"{whole['bytes_base']:,} -> {whole['bytes_tip']:,} bytes "
-        f"({pct(whole['change'])}, {whole['verdict']})")
-    # a whole build that grew past its threshold is explained on the file
-    # where its top header grew most (the witness), as a file is
-    witness = None
-    top = (whole["headers"] or {}).get("top")
-    if whole["verdict"] == "regression" and top:
-        witness = next((r for r in rows if r["file"] == top["file_most"]), None)
-        if witness is not None:
-            witness["focus"] = top["header"]
-    explained = regs
-    if witness is not None and witness not in regs:
-        explained = [witness] + regs if whole["leads"] == "whole build" else regs + [witness]
-    if explained:    # the details, cached: the same series again costs nothing
+class Side:
+    """One compiler's side of a check: its base and tip scans, the rows
+    judged, and what of them the details explain."""
+
+    def __init__(self, req, tree, cache, config, base, commits, cc):
+        self.req, self.tree, self.cache, self.cc = req, tree, cache, cc
+        self.at = At.of(base, cc, config)
+        self.tip = commits[-1][2]
+        self.tipdir = sc.TipDir(req, tree, base, self.tip, cc, config)
+        self.fresh = {"base": cache.get(cache.scan_key(self.at)) is None}
+        self.scan_base = self.scan_tip = self.inc_tip = None
+
+    def measure_base(self, case, base_ref):
+        self.scan_base = scan_point(self.req, case, self.tree, None, self.cache,
+                                    self.tipdir.config, base_ref, self.at.commit, self.cc)
+
+    def measure_tip(self):
+        req, cache = self.req, self.cache
+        req.progress.step(f"tip {self.tip[:12]} / {self.cc}")
+        # FULL_BUILD=1 trusts nothing: every file measured again, from nothing
+        self.key = cache.scan_key(self.at.moved(self.tip)) + ("-fresh" if req.full_build else "")
+        self.scan_tip = cache.get(self.key)
+        self.fresh["tip"] = self.scan_tip is None
+        if self.scan_tip is None:
+            with req.split.timed("expansion"):
+                self.scan_tip = self.tipdir.scan(fresh=req.full_build)
+            self.inc_tip = scanfiles.keep(cache, self.key, self.scan_tip)
+
+    def judge(self, ratios):
+        """The rows, the whole build, the rows the details explain."""
+        ratio, total = ratios
+        cache, cc = self.cache, self.cc
+        rows = self.rows = sc.compare(self.scan_base, self.scan_tip, ratio)
+        whole = self.whole = sc.whole_build(self.scan_base, self.scan_tip, rows, total)
+        whole["headers"] = sc.header_changes(
+            self.scan_base, self.scan_tip,
+            scanfiles.file_headers(cache, cache.scan_key(self.at)),
+            self.inc_tip if self.inc_tip is not None else scanfiles.file_headers(cache, self.key))
+        regs = self.regs = [r for r in rows if r["verdict"] == "regression"]
+        whole["leads"] = sc.leads(whole, regs)
+        self.better = [r for r in rows if r["verdict"] == "improvement"]
+        # built and preprocessed at the base, fails at the tip (an #error, the
+        # time or memory limit): as much a regression as growth
+        self.failures = [r for r in rows if r["verdict"] == "error at tip"]
+        log(f"{cc}: {len(rows)} files, {sum(r['verdict'] != 'same' for r in rows)} changed, "
+            f"{len(regs)} over the threshold, {len(self.failures)} failing at the tip, "
+            f"{len(self.better)} improved "
+            f"({self.scan_tip['n_reused']} unchanged since measured); whole build "
+            f"{whole['bytes_base']:,} -> {whole['bytes_tip']:,} bytes "
+            f"({pct(whole['change'])}, {whole['verdict']})")
+        # a whole build that grew past its threshold is explained on the file
+        # where its top header grew most (the witness), as a file is
+        self.witness = witness = None
+        top = (whole["headers"] or {}).get("top")
+        if whole["verdict"] == "regression" and top:
+            witness = next((r for r in rows if r["file"] == top["file_most"]), None)
+            if witness is not None:
+                witness["focus"] = top["header"]
+        self.witness = witness
+        explained = regs
+        if witness is not None and witness not in regs:
+            explained = [witness] + regs if whole["leads"] == "whole build" else regs + [witness]
+        self.explained = explained
         # clang's stacks for a blown-up file first, not for a spread's witness
-        stacks = explained[0] is not witness or witness in regs
-        dkey = cache.check_key(at, [c for _, _, c in commits], "kbuild",
-                               [r["file"] for r in explained]
-                               + ([] if stacks else ["(no stacks)"]))
-        got = cache.get(dkey)
+        self.stacks = bool(explained) and (explained[0] is not witness or witness in regs)
+
+    def details_cached(self, commits):
+        """The details of the same rows at the same commits, from the cache
+        (True: taken), else False and the key they will be kept under."""
+        names = [r["file"] for r in self.explained]
+        self.dkey = self.cache.check_key(self.at, [c for _, _, c in commits], "kbuild",
+                                         names + ([] if self.stacks else ["(no stacks)"]))
+        got = self.cache.get(self.dkey)
         if got and isinstance(got.get("explained"), list) and \
-                [r["file"] for r in got["explained"]] == [r["file"] for r in explained]:
-            explained = got["explained"]
-        else:
-            explain(req, case, tree, tipdir, at, commits, explained, cache, stacks=stacks)
-            cache.put(dkey, {"explained": explained})
-        by = {r["file"]: r for r in explained}
-        regs = [by[r["file"]] for r in regs]
-        if witness is not None:
-            witness = by[witness["file"]]
-    whole["witness"] = witness
-    return {"rows": rows, "regressions": regs, "improvements": better, "failures": failures,
-            "whole_build": whole,
-            "scan_base": _scan_meta(scan_base, fresh["base"]),
-            "scan_tip": _scan_meta(scan_tip, fresh["tip"]),
-            "compiler_version": at.ccver}
+                [r["file"] for r in got["explained"]] == names:
+            self.explained = got["explained"]
+            return True
+        return False
+
+    def result(self):
+        by = {r["file"]: r for r in self.explained}
+        self.whole["witness"] = self.witness and by[self.witness["file"]]
+        return {"rows": self.rows, "regressions": [by[r["file"]] for r in self.regs],
+                "improvements": self.better, "failures": self.failures,
+                "whole_build": self.whole,
+                "scan_base": _scan_meta(self.scan_base, self.fresh["base"]),
+                "scan_tip": _scan_meta(self.scan_tip, self.fresh["tip"]),
+                "compiler_version": self.at.ccver}
+
+
+def check_series(req, case, tree, config, base, commits, cc_list, ratios, base_ref):
+    """{compiler: what it found} (Side.result). Each commit is visited
+    once, every compiler's work done there: the base (only when a scan of
+    it is missing: the tip's scan dir starts as a copy of the base's), the
+    tip (scans, then the details of what regressed), the series' commits
+    from the last to the first (which patch grew each file), the base
+    (the details' other side)."""
+    cache = Cache(req.work)
+    sides = [Side(req, tree, cache, config, base, commits, cc) for cc in cc_list]
+    for s in sides:
+        s.measure_base(case, base_ref)
+    for s in sides:
+        s.measure_tip()
+        s.judge(ratios)
+    todo = [s for s in sides if s.explained and not s.details_cached(commits)]
+    if todo:        # the details, cached: the same series again costs nothing
+        explain(req, case, tree, commits, todo)
+        for s in todo:
+            cache.put(s.dkey, {"explained": s.explained})
+    return {s.cc: s.result() for s in sides}
 
 
 def _scan_meta(s, fresh):
@@ -264,8 +306,7 @@ def record(req, name, posted, base_ref, base, commits, repo, package, config, pe
                    "mail": mail_of(posted),
                    "patches": [{"n": i, "of": n, "subject": s, "commit": c,
                                 "prefix": pre.get(s, "")} for i, s, c in commits]},
-        "base": {"ref": base_ref, "commit": base, "subject": trees.subject(repo, base)
-                 if not posted or req.kernel else trees.subject(repo, base)},
+        "base": {"ref": base_ref, "commit": base, "subject": trees.subject(repo, base)},
         "tip": {"commit": commits[-1][2]}, "tree": str(repo), "package": package,
         "config": config.describe(),
         "compilers": {cc: d["compiler_version"] for cc, d in per_cc.items()},

@@ -3,9 +3,9 @@ bytes at every commit of the series), its hottest lines at the base and
 the tip (from the scans, with the statements' text), and for the worst
 file the macros (gcc: own bytes at base and tip; clang: inclusive bytes
 and the top expansion stack at the tip) and the instruction count of -c
-at base and tip for the worst few. The tree is checked out once per
-phase (tip, the series' commits, base); the exact work of a phase runs
-JOBS at a time."""
+at base and tip for the worst few. Every compiler's work at a commit is
+done in one visit (tip, the series' commits from the last to the first,
+base), JOBS jobs at a time."""
 from kbuild import build, builddir, kcmd, series
 from kbuild.gitops import git
 from kbuild.proc import run_jobs
@@ -26,64 +26,74 @@ def text_at(tree, commit, at):
     return statement(p.stdout, int(line)) if p.returncode == 0 else ""
 
 
-def explain(req, case, tree, tipdir, at, commits, regs, cache, stacks=True):
-    """Fill each regression row in place (see README, "make check results");
-    `at`: the base, its compiler and config (cache.At). stacks: clang's
-    expansion stacks of the first row at the tip (a clang build of its
-    object), for a file that blew up; not for a whole build's witness,
+def explain(req, case, tree, commits, sides):
+    """Fill the rows each compiler's side explains, in place (see README,
+    "make check results"). The tree is at the tip (its scans just ran);
+    then the series' commits, last to first; then the base: each once,
+    with every compiler's work there run JOBS at a time. stacks (a side's):
+    clang's expansion stacks of its first row at the tip (a clang build of
+    its object), for a file that blew up; not for a whole build's witness,
     whose growth is spread over many lines."""
-    base, cc, tip = at.commit, at.cc, commits[-1][2]
+    base, tip = sides[0].at.commit, commits[-1][2]
     subjects = [s for _, s, _ in commits]
-    files = [r["file"] for r in regs]
-    worst, top = regs[0], regs[:sc.COUNT_TOP]
-    base_dir = tipdir.base_dir
-    for r in regs:      # the scan kept each side's hottest lines: add their text
-        r["hot_lines_tip"] = [dict(h, source=text_at(tree, tip, h["at"]))
-                              for h in r["hot_lines_tip"]]
-
-    # the tip: its dir is ready (the scan just used it)
-    req.progress.say(f"  the tip: macros of {worst['file']}, -c counts of {len(top)} file(s)")
-    tipdir.ready_at(tip)
-    at_tip = (req, cache, at.moved(tip), tipdir.dir)
-    _run(req, _jobs(req, worst, top, "tip", at_tip,
-                    (worst["file"], worst, req, case, tree, tip, cache)
-                    if stacks and cc == "gcc" else None))
+    jobs = []
+    for side in sides:      # the scan kept each side's hottest lines: add their text
+        regs, worst = side.explained, side.explained[0]
+        for r in regs:
+            r["hot_lines_tip"] = [dict(h, source=text_at(tree, tip, h["at"]))
+                                  for h in r["hot_lines_tip"]]
+        req.progress.say(f"  the tip ({side.cc}): macros of {worst['file']}, -c counts of "
+                         f"{len(regs[:sc.COUNT_TOP])} file(s)")
+        side.tipdir.ready_at(tip)
+        jobs += _jobs(req, worst, regs[:sc.COUNT_TOP], "tip",
+                      (req, side.cache, side.at.moved(tip), side.tipdir.dir),
+                      (worst["file"], worst, req, case, tree, tip, side.cache)
+                      if side.stacks and side.cc == "gcc" else None)
+    _run(req, jobs)
 
     # every commit of the series: which patch grew each file
-    if len(commits) > 1:
-        steps = sc.per_patch(req, case, tipdir, [c for _, _, c in commits], files,
-                             req.progress)
-    else:
-        steps = {f: [] for f in files}
-    for r in regs:
-        best, seq = sc.grew_most(r["bytes_base"], steps[r["file"]], r["bytes_tip"], subjects)
-        r["per_patch"] = seq
-        r["grew_most"] = best
+    steps = sc.per_patch(req, [(s.tipdir, [r["file"] for r in s.explained]) for s in sides],
+                         [c for _, _, c in commits])
+    for side, got in zip(sides, steps):
+        for r in side.explained:
+            best, seq = sc.grew_most(r["bytes_base"], got[r["file"]], r["bytes_tip"],
+                                     subjects)
+            r["per_patch"] = seq
+            r["grew_most"] = best
 
     # the base
-    req.progress.say(f"  the base: macros of {worst['file']}, -c counts of {len(top)} file(s)")
+    jobs = []
     series.checkout(tree, base)
-    at_base = (req, cache, at, base_dir)
-    _run(req, _jobs(req, worst, top, "base", at_base))
-    for r in regs:
-        r["hot_lines_base"] = [dict(h, source=text_at(tree, base, h["at"]))
-                               for h in r["hot_lines_base"]]
-    if cc == "gcc" and not req.no_macros and worst.get("macros_tip", {}).get("status") == "ok":
-        worst["macros_grew"] = macros.changes(
-            (worst.get("macros_base") or {}).get("macros", []),
-            worst["macros_tip"]["macros"], "own_bytes")
+    for side in sides:
+        regs, worst = side.explained, side.explained[0]
+        req.progress.say(f"  the base ({side.cc}): macros of {worst['file']}, -c counts "
+                         f"of {len(regs[:sc.COUNT_TOP])} file(s)")
+        jobs += _jobs(req, worst, regs[:sc.COUNT_TOP], "base",
+                      (req, side.cache, side.at, side.tipdir.base_dir))
+        for r in regs:
+            r["hot_lines_base"] = [dict(h, source=text_at(tree, base, h["at"]))
+                                   for h in r["hot_lines_base"]]
+    _run(req, jobs)
+    for side in sides:
+        worst = side.explained[0]
+        if side.cc == "gcc" and not req.no_macros and \
+                worst.get("macros_tip", {}).get("status") == "ok":
+            worst["macros_grew"] = macros.changes(
+                (worst.get("macros_base") or {}).get("macros", []),
+                worst["macros_tip"]["macros"], "own_bytes")
 
 
 def _jobs(req, worst, top, side, at, clang=None):
-    """One side's jobs, the longest first so that JOBS workers end together:
-    clang's build of the worst file and its stacks, the file's -c count
-    (under QEMU, several times its compile), its macros (one -E
-    -fdebug-cpp, several times its -E), then the other counts."""
-    jobs = [(_clang_stack, clang)] if clang and not req.no_macros else []
-    jobs += [(_count, (r["file"], r, side, *at)) for r in top[:1]]
+    """One side's jobs, each with its rank (longest first, so that JOBS
+    workers end together, whatever the compiler): clang's build of the
+    worst file and its stacks, the file's -c count (under QEMU, several
+    times its compile), its macros (one -E -fdebug-cpp, several times its
+    -E), then the other counts."""
+    jobs = [(0, (_clang_stack, clang))] if clang and not req.no_macros else []
+    jobs += [(1, (_count, (r["file"], r, side, *at))) for r in top[:1]]
     if not req.no_macros:
-        jobs.append((_macros, (worst["file"], worst, side, *at)))
-    return jobs + [(_count, (r["file"], r, side, *at)) for r in top[1:]]
+        jobs.append((2, (_macros, (worst["file"], worst, side, *at))))
+    return jobs + [(3, (_count, (r["file"], r, side, *at))) for r in top[1:]]
 
 
 def expansion(row, side, bdir):
@@ -102,10 +112,11 @@ def expansion(row, side, bdir):
             "hot_lines": row.get(f"hot_lines_{side}") or []}, None
 
 
-def _run(req, jobs):
+def _run(req, ranked):
+    """Run (rank, job)s, the lowest rank first, JOBS at a time."""
     failed = {}
     with req.split.timed("expansion, macros, counts"):
-        run_jobs(jobs, req.jobs, failed)
+        run_jobs([j for _, j in sorted(ranked, key=lambda x: x[0])], req.jobs, failed)
     for f, e in failed.items():        # recorded where the job keeps its result
         log(f"warning: {f}: {e['error']}")
 

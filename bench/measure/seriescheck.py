@@ -183,16 +183,20 @@ class TipDir:
                                   self.req.jobs, files)
 
 
-def per_patch(req, case, tipdir, commits, files, progress):
-    """{file: [bytes at commit 1, ..., N-1]} (the tip is the scan's): the
-    tip's scan dir walked through the series, Kbuild making the files'
-    objects at each commit."""
-    out = {f: [] for f in files}
-    for i, c in enumerate(commits[:-1]):
-        progress.say(f"  patch {i + 1}/{len(commits)}: {len(files)} file(s) at {c[:12]}")
-        res = tipdir.measure(c, files)
-        for f in files:
-            out[f].append(res[f].get("bytes") if res[f]["status"] == "ok" else None)
+def per_patch(req, work, commits):
+    """[{file: [bytes at commit 1, ..., N-1]}] (the tip's are the scan's),
+    one per (tip dir, files) of `work`: the series' commits visited from
+    the last to the first, each once, Kbuild making the files' objects in
+    every tip dir there."""
+    out = [{f: [None] * (len(commits) - 1) for f in files} for _, files in work]
+    for i in range(len(commits) - 2, -1, -1):
+        c = commits[i]
+        req.progress.say(f"  patch {i + 1}/{len(commits)} ({c[:12]}): "
+                         f"{sum(len(f) for _, f in work)} file(s)")
+        for (tipdir, files), got in zip(work, out):
+            res = tipdir.measure(c, files)
+            for f in files:
+                got[f][i] = res[f].get("bytes") if res[f]["status"] == "ok" else None
     return out
 
 
