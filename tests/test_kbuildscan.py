@@ -182,31 +182,55 @@ def test_a_record_of_another_command_is_never_read_as_a_measurement(tree):
         kbuildscan.collect(t, sdir, 0)
 
 
-def test_a_result_kept_beside_its_record_is_read_back_only_for_that_record(tree):
+def test_a_result_kept_beside_its_record_is_read_back_only_for_that_record(tree, tmp_path):
     """collect keeps each file's result beside its record, so that a copy
     of the dir reads back only what Kbuild measured again; a kept result
-    is used only while its record is the one it was made from."""
-    import os
+    is used only while its record is the one it was made from. What a
+    build (untrusted) leaves in the scan dir is not followed: a link or
+    FIFO where a record or kept result goes, a linked directory."""
     t, (one, _), config = tree
     series.checkout(t, one)
     a = kbuildscan.scan(t, one, "gcc", config, 2)
+    want = a["files"]["mm/compaction.c"]["bytes"]
     sdir = build.scan_dir(t, one, "gcc")
     rec = kbuildscan.record_path(sdir, "mm/compaction.o")
     kept = rec.with_name(rec.name[:-len(kbuildscan.RECORD)] + kbuildscan.RESULT)
     data = json.loads(kept.read_text())
-    assert data["result"]["bytes"] == a["files"]["mm/compaction.c"]["bytes"]
+    assert data["result"]["bytes"] == want
     data["result"]["bytes"] += 1          # read back as kept: the record is not parsed
     kept.write_text(json.dumps(data))
-    files, _ = kbuildscan.collect(t, sdir, 0)
-    assert files["mm/compaction.c"]["bytes"] == a["files"]["mm/compaction.c"]["bytes"] + 1
-    st = rec.stat()                       # the record rewritten: the kept one is stale
-    os.utime(rec, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
-    files, _ = kbuildscan.collect(t, sdir, 0)
-    assert files["mm/compaction.c"]["bytes"] == a["files"]["mm/compaction.c"]["bytes"]
-    assert json.loads(kept.read_text())["result"]["bytes"] == files["mm/compaction.c"]["bytes"]
-    kept.write_text("{not json")          # a damaged one is made again
-    files, _ = kbuildscan.collect(t, sdir, 0)
-    assert files["mm/compaction.c"]["bytes"] == a["files"]["mm/compaction.c"]["bytes"]
+    assert kbuildscan.collect(t, sdir, 0)[0]["mm/compaction.c"]["bytes"] == want + 1
+    rec.write_text(rec.read_text() + " ")     # another record: the kept one is stale
+    assert kbuildscan.collect(t, sdir, 0)[0]["mm/compaction.c"]["bytes"] == want
+    assert json.loads(kept.read_text())["result"]["bytes"] == want
+    kept.write_text("[" * 100000)         # a damaged one is made again
+    assert kbuildscan.collect(t, sdir, 0)[0]["mm/compaction.c"]["bytes"] == want
+    # a link where the kept result goes: replaced, its target untouched
+    outside = tmp_path / "outside"
+    outside.write_text("keep me")
+    kept.unlink()
+    kept.symlink_to(outside)
+    assert kbuildscan.collect(t, sdir, 0)[0]["mm/compaction.c"]["bytes"] == want
+    assert outside.read_text() == "keep me" and not kept.is_symlink()
+    # a FIFO for a record, a record through a linked directory: no
+    # measurement (an error of kexpand's), no hang, nothing read outside
+    body = rec.read_bytes()
+    rec.unlink()
+    os.mkfifo(rec)
+    with pytest.raises(Exception, match="no measurement from kx-cc"):
+        kbuildscan.collect(t, sdir, 0)
+    rec.unlink()
+    rec.write_bytes(body)
+    argv = kcmd.compile_command(sdir, "mm/compaction.c")
+    mm = sdir / "mm"
+    mm.rename(tmp_path / "mm")
+    mm.symlink_to(tmp_path / "mm")
+    assert "mm/compaction.c" not in kbuildscan.collect(t, sdir, 0)[0]   # (not listed)
+    with pytest.raises(Exception, match="no measurement from kx-cc"):
+        kbuildscan._read(sdir, "mm/compaction.c", argv)      # as a walked dir reads it
+    mm.unlink()
+    (tmp_path / "mm").rename(mm)
+    assert kbuildscan.collect(t, sdir, 0)[0]["mm/compaction.c"]["bytes"] == want
 
 
 def test_a_copy_made_at_other_kconfig_files_is_configured_again(tree):

@@ -380,7 +380,8 @@ def test_kbuild_commands_split_as_the_shell_splits_them():
     cases = ["gcc -Wp,-MMD,a/.b.o.d -nostdinc -I./include -DKBUILD_MODFILE='\"mm/x\"' "
              "-DKBUILD_BASENAME='\"x\"' -c -o mm/x.o mm/x.c",
              "a b  c", 'a "" b', "a '' b", 'x"a b"y', "-D'A=1 2'", "a'b'\"c\"d", "a\tb\nc",
-             "", "   ", "a\\ b", "a $X", 'a "b\\"c"', "a `b`", "'open", 'a"b', "a'b\"c'd"]
+             "", "   ", "a\\ b", "a $X", 'a "b\\"c"', "a `b`", "'open", 'a"b', "a'b\"c'd",
+             "a\x0bb\x0cc", "-DX=a\xa0b \u2003", "a\x1cb\x85", "a#b #c"]
     for c in cases:
         try:
             want = shlex.split(c)

@@ -89,11 +89,12 @@ def _jobs(req, worst, top, side, at, clang=None):
     worst file and its stacks, the file's -c count (under QEMU, several
     times its compile), its macros (one -E -fdebug-cpp, several times its
     -E), then the other counts."""
+    cc = at[2].cc           # a job's first argument names it in a warning
     jobs = [(0, (_clang_stack, clang))] if clang and not req.no_macros else []
-    jobs += [(1, (_count, (r["file"], r, side, *at))) for r in top[:1]]
+    jobs += [(1, (_count, (f"{r['file']} ({cc})", r, side, *at))) for r in top[:1]]
     if not req.no_macros:
-        jobs.append((2, (_macros, (worst["file"], worst, side, *at))))
-    return jobs + [(3, (_count, (r["file"], r, side, *at))) for r in top[1:]]
+        jobs.append((2, (_macros, (f"{worst['file']} ({cc})", worst, side, *at))))
+    return jobs + [(3, (_count, (f"{r['file']} ({cc})", r, side, *at))) for r in top[1:]]
 
 
 def expansion(row, side, bdir):

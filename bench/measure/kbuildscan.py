@@ -30,15 +30,18 @@ that gives files back an older time (kbuild.mtimes) cannot hide them.
 Reading a record back costs more than the analyzer's JSON: its bytes by
 header become the per-file record (headers.record, about 5 ms a file).
 So collect keeps each file's result beside its record (.<name>.o.kx-result.json,
-stamped with the record's time and size, its command and the code that
-made it), and a copy of the dir carries them: a later commit's scan reads
+stamped with a hash of the record, its command and the code that made
+it), and a copy of the dir carries them: a later commit's scan reads
 back only the results of what Kbuild measured again."""
+import contextlib
 import hashlib
 import json
 import os
 import platform
 import shlex
 import shutil
+import stat
+import tempfile
 import time
 from pathlib import Path
 
@@ -54,8 +57,9 @@ RESULT = ".kx-result.json"
 # what makes a result out of a record: a kept result made by other code
 # is made again
 CODE = hashlib.sha256(b"".join(
-    (Path(__file__).parent / m).read_bytes()
-    for m in ("kbuildscan.py", "scanfiles.py", "headers.py", "expansion.py"))).hexdigest()[:16]
+    p.read_bytes() for p in [Path(__file__).parent / m for m in (
+        "kbuildscan.py", "scanfiles.py", "headers.py", "expansion.py")]
+    + [Path(proc.__file__)])).hexdigest()[:16]
 
 
 def record_path(bdir, obj):
@@ -124,68 +128,117 @@ def collect(tree, bdir, since):
     records (or the result kept beside one), and the files measured by
     this run (records newer than `since`)."""
     files, measured = {}, []
+    inside = _Inside(bdir)
     for rel, argv in scanfiles.compile_commands(tree, bdir):
         path = record_path(bdir, kcmd.output_file(argv))
-        try:
-            st = path.stat()
-        except OSError:
-            st = None
-        files[rel] = dict(kept_result(path, st, argv) or _result_of(bdir, rel, argv, st),
-                          host=HOST)
-        if st and st.st_mtime >= since:
+        data = _read_regular(path) if inside(path) else None
+        stamp = data is not None and _stamp(data, argv)
+        r = stamp and kept_result(path, stamp)
+        if not r:
+            r = result(_parse(path, rel, argv, data))
+            if stamp:
+                _keep(path, {"stamp": stamp, "result": r})
+        files[rel] = dict(r, host=HOST)
+        if data is not None and path.stat().st_mtime >= since:
             measured.append(rel)
     return files, measured
 
 
-def _stamp(st, argv):
-    """What a kept result is valid for: its record's time and size, the
-    command, the code that makes results."""
-    return [st.st_mtime_ns, st.st_size,
+class _Inside:
+    """Whether a record's directory is a real one inside the scan dir: a
+    build (untrusted) may have left a link there, and kexpand, outside
+    the sandbox, reads and writes nothing through it."""
+
+    def __init__(self, bdir):
+        self.top, self.seen = Path(bdir).resolve(), {}
+
+    def __call__(self, path):
+        d = path.parent
+        if d not in self.seen:
+            real = d.resolve()
+            self.seen[d] = real == self.top or self.top in real.parents
+        return self.seen[d]
+
+
+def _read_regular(path):
+    """The bytes of `path` if it is a regular file (not a link, FIFO or
+    device a build left), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
+def _stamp(data, argv):
+    """What a kept result is valid for: its record (a hash of its bytes),
+    the command, the code that makes results."""
+    return [hashlib.sha256(data).hexdigest()[:32],
             hashlib.sha256(json.dumps(argv).encode()).hexdigest()[:32], CODE]
 
 
-def kept_result(path, st, argv):
-    """The result kept beside record `path` (stat `st`), if it was made
-    from this record, for this command, by this code; else None."""
-    if st is None:
-        return None
+def _kept_path(path):
+    return path.with_name(path.name[:-len(RECORD)] + RESULT)
+
+
+def kept_result(path, stamp):
+    """The result kept beside record `path`, if it was made from this
+    record, for this command, by this code; else None."""
+    data = _read_regular(_kept_path(path))
     try:
-        kept = json.loads(path.with_name(path.name[:-len(RECORD)] + RESULT).read_text())
-    except (OSError, ValueError):
+        kept = json.loads(data) if data is not None else None
+    except (ValueError, RecursionError):
         return None
-    if not isinstance(kept, dict) or kept.get("stamp") != _stamp(st, argv) or \
+    if not isinstance(kept, dict) or kept.get("stamp") != stamp or \
             not isinstance(kept.get("result"), dict) or \
             kept["result"].get("status") not in ("ok", "error"):
         return None
     return kept["result"]
 
 
-def _result_of(bdir, rel, argv, st):
-    """A file's result from its record, kept beside it for the next read."""
-    r = result(_read(bdir, rel, argv))
-    path = record_path(bdir, kcmd.output_file(argv))
-    out = path.with_name(path.name[:-len(RECORD)] + RESULT)
-    tmp = out.with_name(out.name + ".tmp")
+def _keep(path, value):
+    """Keep a result beside its record: a new file of a random name
+    (never one a build planted), renamed over the kept one. A cache: not
+    synced, and a dir it cannot write to is read again next time."""
+    out = _kept_path(path)
     try:
-        tmp.write_text(json.dumps({"stamp": _stamp(st, argv), "result": r},
-                                  separators=(",", ":")))
+        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name + ".")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(value, separators=(",", ":")))
         os.replace(tmp, out)
     except OSError:
-        pass            # (a read-only dir: read again next time)
-    return r
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 def _read(bdir, rel, argv):
-    """kx-cc's record of `rel`, compiled by `argv` (the wrapper left out).
-    A record that is missing, or of another command than Kbuild's last
-    one, is an error of kexpand's, never a measurement."""
+    """kx-cc's record of `rel`, compiled by `argv` (the wrapper left out)."""
     path = record_path(bdir, kcmd.output_file(argv))
+    return _parse(path, rel, argv,
+                  _read_regular(path) if _Inside(bdir)(path) else None)
+
+
+def _parse(path, rel, argv, data):
+    """The record at `path` from its bytes `data` (None: no regular file
+    there). A record that is missing, or of another command than Kbuild's
+    last one, is an error of kexpand's, never a measurement."""
     try:
-        rec = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
+        if data is None:
+            raise OSError("not a regular file in the scan dir")
+        rec = json.loads(data)
+    except (OSError, ValueError, RecursionError) as e:
         raise KexpandError(f"{rel}: no measurement from kx-cc in {path} ({e}); "
                            "was the scan dir built by hand?", "infra")
-    if rec.get("argv") != argv:
+    if not isinstance(rec, dict) or rec.get("argv") != argv:
         raise KexpandError(f"{rel}: the measurement in {path} is of another "
                            "command than Kbuild's last one", "infra")
     return rec

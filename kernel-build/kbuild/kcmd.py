@@ -11,8 +11,9 @@ from .util import KexpandError
 
 # a command of plain words and quoted parts with nothing for the shell to
 # interpret inside (no backslash, $ or backquote) is split here, in one
-# pass: shlex costs 1.3 ms a Kbuild command (4 s for a defconfig's 2,800)
-_PIECE = re.compile(r"""(\s+)|"([^"\\$`]*)"|'([^']*)'|([^\s'"\\$`]+)""")
+# pass: shlex costs 1.3 ms a Kbuild command (4 s for a defconfig's 2,800).
+# Whitespace is shlex's (and the shell's): space, tab, CR, LF, not \s
+_PIECE = re.compile(r"""([ \t\r\n]+)|"([^"\\$`]*)"|'([^']*)'|([^ \t\r\n'"\\$`]+)""")
 
 
 def split(command):
