@@ -201,7 +201,7 @@ class Side:
             f"({pct(whole['change'])}, {whole['verdict']})")
         # a whole build that grew past its threshold is explained on the file
         # where its top header grew most (the witness), as a file is
-        self.witness = witness = None
+        witness = None
         top = (whole["headers"] or {}).get("top")
         if whole["verdict"] == "regression" and top:
             witness = next((r for r in rows if r["file"] == top["file_most"]), None)
