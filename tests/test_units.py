@@ -12,7 +12,7 @@ import pytest
 from bench import results
 from bench.cmd import bench as stages
 from bench.measure import timing
-from kbuild import kcmd, sandbox, settings
+from kbuild import build, kcmd, sandbox, settings
 from kbuild.util import KexpandError
 from plots import page
 from test_faults import fake, kx  # noqa: F401  (the fake tree and CLI runner)
@@ -723,3 +723,16 @@ def test_the_reference_reports_are_still_this_kexpands(tmp_path):
     assert {k: old.get(k) for k in keys} == {k: now[k] for k in keys}
     results.claim_dir(d, dict(now, series=old["series"], base=old["base"],
                               compilers=old["compilers"]))
+
+
+def test_a_scan_dirs_commands_name_the_wrapper_not_where_kexpand_is(tmp_path):
+    """Kbuild's commands in a scan dir (and Kconfig's record of $(CC))
+    name `kx-cc`, found first on make's PATH, not this clone's path: a
+    scan dir made by one clone of kexpand is as good for another."""
+    tree = tmp_path / "tree"
+    cmd = build.make(tree, tree / f"{build.SCAN_PREFIX}0123456789ab-gcc", "gcc", "x.o")
+    assert cmd[:2] == ["env", f"PATH={build.KX_CC.parent}:{os.environ['PATH']}"]
+    assert "CC=kx-cc gcc" in cmd and "HOSTCC=kx-cc --host gcc" in cmd, cmd
+    assert not [c for c in cmd[2:] if str(build.KX_CC.parent) in c and "=" in c
+                and c.split("=")[0] in ("CC", "HOSTCC")]
+    assert build.make(tree, tree / "kb-0123456789ab-gcc", "gcc")[0] == "make"

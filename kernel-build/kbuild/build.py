@@ -8,6 +8,7 @@ and expansion bytes do not depend on where the work directory is."""
 import collections
 import functools
 import hashlib
+import os
 import re
 import subprocess
 import time
@@ -69,10 +70,24 @@ def scan_args(compiler):
     and kx-cc's settings (make gives command-line variables to every
     command's environment). Kbuild's generators run with Debian's python."""
     cc = "clang" if compiler == "clang" else "gcc"
-    return [f"CC={KX_CC} {cc}", f"HOSTCC={KX_CC} --host {cc}",
+    return [f"CC={KX_CC.name} {cc}", f"HOSTCC={KX_CC.name} --host {cc}",
             "PYTHON3=/usr/bin/python3", f"KX_SCAN_ANALYZE={KX_ANALYZE}",
             f"KX_SCAN_TOP={SCAN_TOP}", f"KX_SCAN_REAL={':'.join(SCAN_REAL)}",
             f"KX_SCAN_TIME={LIMITS['time_s']}", f"KX_SCAN_MEM={LIMITS['mem_mb']}"]
+
+
+def make(tree, bdir, compiler, *args):
+    """The make command of build or scan dir `bdir`. In a scan dir it runs
+    with kexpand's tools first on PATH: Kbuild's commands (and Kconfig's
+    record of $(CC)) name the wrapper `kx-cc`, not where this kexpand is,
+    so that a scan dir made by one clone of kexpand is as good for
+    another (an absolute path made Kbuild measure every file again)."""
+    cmd = ["make", "-C", str(tree), f"O={Path(bdir).name}", *make_args(compiler, bdir),
+           *args]
+    if is_scan_dir(bdir):
+        cmd = ["env", f"PATH={KX_CC.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+               *cmd]
+    return cmd
 
 
 def is_scan_dir(bdir):
@@ -220,8 +235,8 @@ def build(tree, bdir, compiler, targets, jobs, keep_going=True, seeded=False,
     streaming Kbuild's output into a progress line every 30 s. seeded: the
     dir started as a copy of another (never a clean build); config_hash
     keys the step counts of the progress line."""
-    cmd = ["make", "-C", str(tree), f"O={bdir.name}", *make_args(compiler, bdir),
-           f"-j{jobs}", *(["-k"] if keep_going else []), *targets, *variables]
+    cmd = make(tree, bdir, compiler, f"-j{jobs}", *(["-k"] if keep_going else []),
+               *targets, *variables)
     from_clean = not any(bdir.glob("*/*.o")) and not (bdir / "vmlinux").exists() \
         and not seeded
     key = f"{config_hash or '-'} {compiler} {' '.join(targets)}"

@@ -253,19 +253,16 @@ def configure(tree, bdir, compiler, config, seed_from_others=False, full=False,
         return
     bdir.mkdir(parents=True, exist_ok=True)
     (bdir / CONFIG).unlink(missing_ok=True)   # half-configured: not this config
-    margs = build.make_args(compiler, bdir)
     if config.kconfig:
         atomic_write(bdir / ".config", Path(config.kconfig).read_bytes())
     else:
-        run(sandbox.wrap(["make", "-s", "-C", str(tree), f"O={bdir.name}", *margs,
-                          config.base], bdir),
+        run(sandbox.wrap(build.make(tree, bdir, compiler, "-s", config.base), bdir),
             what=f"make {config.base}", klass="build")
     run(sandbox.wrap([str(tree / "scripts/kconfig/merge_config.sh"), "-m", "-O",
                       str(bdir), str(bdir / ".config"), str(config.fragment)], bdir,
                      ro=[config.fragment]),
         what="merge_config.sh", klass="build")
-    run(sandbox.wrap(["make", "-s", "-C", str(tree), f"O={bdir.name}", *margs,
-                      "olddefconfig"], bdir),
+    run(sandbox.wrap(build.make(tree, bdir, compiler, "-s", "olddefconfig"), bdir),
         what="make olddefconfig", klass="build")
     have = _options(bdir / ".config")
     want_opts = build.fragment_options(config.fragment)
