@@ -2,16 +2,14 @@
 analyzer (bench/tools/kx-analyze), never through a temporary file; the
 bytes, lines, longest line and hottest source lines of the output."""
 import json
-import os
 import shlex
-import stat
 import tempfile
 import time
 from pathlib import Path
 
 from kbuild import kcmd, sandbox
 from kbuild.proc import pipe
-from kbuild.util import REPO, KexpandError
+from kbuild.util import REPO, KexpandError, read_regular
 
 TOOLS = Path(__file__).resolve().parent.parent / "tools"
 ANALYZER = TOOLS / "kx-analyze"
@@ -63,16 +61,10 @@ def _time_cpu(path, default):
     """User + system seconds from /usr/bin/time's "%U %S" in `path` (read
     as a regular file, 256 bytes at most: the box wrote it); `default`
     where it holds no such line (a command killed before time wrote it)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+    data = read_regular(path, 256)
+    if data is None:
         return default
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return default
-        words = os.read(fd, 256).decode(errors="replace").split()
-    finally:
-        os.close(fd)
+    words = data.decode(errors="replace").split()
     try:
         return sum(float(w) for w in words[-2:]) if len(words) >= 2 else default
     except ValueError:

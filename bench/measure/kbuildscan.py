@@ -36,17 +36,14 @@ back only the results of what Kbuild measured again."""
 import contextlib
 import hashlib
 import json
-import os
 import platform
 import shlex
 import shutil
-import stat
-import tempfile
 import time
 from pathlib import Path
 
 from kbuild import build, builddir, kcmd, mtimes, proc
-from kbuild.util import KexpandError
+from kbuild.util import KexpandError, atomic_write, read_regular
 
 from . import scanfiles
 
@@ -131,7 +128,7 @@ def collect(tree, bdir, since):
     inside = _Inside(bdir)
     for rel, argv in scanfiles.compile_commands(tree, bdir):
         path = record_path(bdir, kcmd.output_file(argv))
-        data = _read_regular(path) if inside(path) else None
+        data = read_regular(path) if inside(path) else None
         stamp = data is not None and _stamp(data, argv)
         r = stamp and kept_result(path, stamp)
         if not r:
@@ -160,22 +157,6 @@ class _Inside:
         return self.seen[d]
 
 
-def _read_regular(path):
-    """The bytes of `path` if it is a regular file (not a link, FIFO or
-    device a build left), else None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(os.dup(fd), "rb") as f:
-            return f.read()
-    finally:
-        os.close(fd)
-
-
 def _stamp(data, argv):
     """What a kept result is valid for: its record (a hash of its bytes),
     the command, the code that makes results."""
@@ -190,7 +171,7 @@ def _kept_path(path):
 def kept_result(path, stamp):
     """The result kept beside record `path`, if it was made from this
     record, for this command, by this code; else None."""
-    data = _read_regular(_kept_path(path))
+    data = read_regular(_kept_path(path))
     try:
         kept = json.loads(data) if data is not None else None
     except (ValueError, RecursionError):
@@ -203,28 +184,17 @@ def kept_result(path, stamp):
 
 
 def _keep(path, value):
-    """Keep a result beside its record: a new file of a random name
-    (never one a build planted), renamed over the kept one. A cache: not
-    synced, and a dir it cannot write to is read again next time."""
-    out = _kept_path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name + ".")
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(value, separators=(",", ":")))
-        os.replace(tmp, out)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    """Keep a result beside its record (a cache: not synced; a dir it
+    cannot write to is read again next time)."""
+    with contextlib.suppress(KexpandError):
+        atomic_write(_kept_path(path), json.dumps(value, separators=(",", ":")), sync=False)
 
 
 def _read(bdir, rel, argv):
     """kx-cc's record of `rel`, compiled by `argv` (the wrapper left out)."""
     path = record_path(bdir, kcmd.output_file(argv))
     return _parse(path, rel, argv,
-                  _read_regular(path) if _Inside(bdir)(path) else None)
+                  read_regular(path) if _Inside(bdir)(path) else None)
 
 
 def _parse(path, rel, argv, data):

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -142,10 +143,29 @@ def make_dirs(d):
         os.chmod(d, 0o755)
 
 
-def atomic_write(path, data):
+def read_regular(path, limit=-1):
+    """The bytes of `path` (at most `limit`) if it is a regular file, else
+    None: never through a link, never blocked on a FIFO or device that a
+    build (untrusted) may have left where kexpand reads."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read(limit)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path, data, sync=True):
     """Write text (or bytes) through a temp file in the same directory,
     then rename: a reader sees the old file or the new one, never half of
-    one. Mode 0644, whoever runs kexpand and whatever the umask."""
+    one. Mode 0644, whoever runs kexpand and whatever the umask. The temp
+    file has a new random name (never one a build planted). sync=False:
+    a cache, not flushed to disk."""
     path = Path(path)
     try:
         make_dirs(path.parent)
@@ -155,8 +175,9 @@ def atomic_write(path, data):
     try:
         with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except OSError as e:
