@@ -142,6 +142,7 @@ def test_the_wrapper_leaves_macro_tracking_off_only_for_a_kernel_gcc_command(tmp
     assert (got,) * 2 == record_and_e(["gcc", "-nostdinc"], "ln.c",
                                       ["-ftrack-macro-expansion=0"])[:2]
     for args, src in ((["gcc", "-nostdinc", "-isystem", "sys"], "sy.c"),
+                      (["gcc", "-nostdinc", "-Wp,-idirafter,sys"], "sy.c"),
                       (["--host", "gcc", "-isystem", "sys"], "sy.c"),
                       (["gcc", "-isystem", "sys"], "ln.c"),
                       (["clang", "-nostdinc"], "ln.c")):

@@ -135,19 +135,24 @@ static const char *depfile(char **argv, int argc)
  * from a system header (a kernel command, -nostdinc without -isystem or
  * -idirafter, has none; a host program's has), and the value of __LINE__
  * inside the arguments of a macro call that spans lines (the line of the
- * call's first line without it). gcc only (clang has no such option). */
+ * call's first line without it). So: gcc only (clang has no such option),
+ * with -nostdinc, and nothing that names a system directory, even inside
+ * -Wp, (a header's own #pragma GCC system_header is not seen here; the
+ * packaged trees have none). */
 static int track_off(char **argv, int argc)
 {
+	static const char *const sys[] = { "-isystem", "-idirafter", "-iwithprefix", "-isysroot",
+					   "sysroot", "-imultilib", "-ftrack-macro-expansion" };
 	const char *cc = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 	int nostdinc = 0;
-	if (!strstr(cc, "gcc"))
+	if (!strstr(cc, "gcc") || strstr(cc, "clang"))
 		return 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-nostdinc"))
 			nostdinc = 1;
-		else if (!strncmp(argv[i], "-isystem", 8) || !strncmp(argv[i], "-idirafter", 10) ||
-			 !strncmp(argv[i], "-ftrack-macro-expansion", 23))
-			return 0;
+		for (size_t j = 0; j < sizeof(sys) / sizeof(*sys); j++)
+			if (strstr(argv[i], sys[j]))
+				return 0;
 	}
 	return nostdinc;
 }
