@@ -63,7 +63,7 @@ $(T)/kx-macros: $(T)/kx-macros.c $(T)/kx-srcmap.c $(T)/kx-srcmap.h $(T)/kx-json.
 	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ $(T)/kx-macros.c $(T)/kx-srcmap.c
 
 # the compiler wrapper of a Kbuild-driven scan
-$(T)/kx-cc: $(T)/kx-cc.c $(T)/kx-elf.h $(T)/kx-json.h
+$(T)/kx-cc: $(T)/kx-cc.c $(T)/kx-ccargs.h $(T)/kx-elf.h $(T)/kx-json.h
 	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ $<
 
 # a QEMU TCG plugin (user mode): instruction counts where perf has no PMU

@@ -9,7 +9,7 @@
  * cmd_cc_o_c). For that one kx-cc runs the same command with -E, to stdout,
  * through kx-analyze (with its -n and -H), and keeps the measurement in
  * <dir of X>/.<X>.o.kx.json. A kernel object's -E with gcc runs with
- * -ftrack-macro-expansion=0 (track_off() says why and when):
+ * -ftrack-macro-expansion=0 (track_off() in kx-ccargs.h says why, when):
  *
  *   {"argv": [the compile command, the wrapper left out],
  *    "status": "ok" | "error", "reason": "error" | "time limit" | "memory limit",
@@ -49,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kx-ccargs.h"
 #include "kx-elf.h"
 #include "kx-json.h"
 
@@ -115,61 +116,6 @@ static char *dotname(const char *obj, const char *suffix)
 	if (asprintf(&p, "%.*s.%s%s", (int)dir, obj, obj + dir, suffix) < 0)
 		die("asprintf");
 	return p;
-}
-
-/* the file named by Kbuild's -Wp,-MMD,<file> (or -MD), or NULL */
-static const char *depfile(char **argv, int argc)
-{
-	for (int i = 0; i < argc; i++)
-		if (!strncmp(argv[i], "-Wp,-MMD,", 9) || !strncmp(argv[i], "-Wp,-MD,", 8))
-			return strchr(argv[i] + 4, ',') + 1;
-	return NULL;
-}
-
-/* Whether the -E run may leave gcc's macro-location tracking off
- * (-ftrack-macro-expansion=0): gcc tracks where each token of an expansion
- * came from, for its diagnostics, and with deep macros that is most of
- * cc1's -E time (6.1's setup.c at laight-v4: 15.1 s, 2.7 s without; a
- * whole defconfig scan's -E one third less). The output is the same
- * without it, but for two things tracking decides: whether a token comes
- * from a system header (a kernel command, -nostdinc without -isystem or
- * -idirafter, has none; a host program's has), and the value of __LINE__
- * inside the arguments of a macro call that spans lines (the line of the
- * call's first line without it). So: gcc only (clang has no such option),
- * with -nostdinc, and nothing that names a system directory, even inside
- * -Wp, (a header's own #pragma GCC system_header is not seen here; the
- * packaged trees have none). */
-static int track_off(char **argv, int argc)
-{
-	static const char *const sys[] = { "-isystem", "-idirafter", "-iwithprefix", "-isysroot",
-					   "sysroot", "-imultilib", "-ftrack-macro-expansion" };
-	const char *cc = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
-	int nostdinc = 0;
-	if (!strstr(cc, "gcc") || strstr(cc, "clang"))
-		return 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-nostdinc"))
-			nostdinc = 1;
-		for (size_t j = 0; j < sizeof(sys) / sizeof(*sys); j++)
-			if (strstr(argv[i], sys[j]))
-				return 0;
-	}
-	return nostdinc;
-}
-
-static int in_real_dir(const char *obj, char **argv, int argc)
-{
-	for (int i = 0; i < argc; i++)
-		if (!strcmp(argv[i], "-m16") || !strcmp(argv[i], "-m32"))
-			return 1;
-	const char *real = getenv("KX_SCAN_REAL");
-	while (real && *real) {
-		size_t n = strcspn(real, ":");
-		if (n && !strncmp(obj, real, n))
-			return 1;
-		real += n + (real[n] == ':');
-	}
-	return 0;
 }
 
 static void set_limit(int res, unsigned long v)
