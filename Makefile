@@ -72,7 +72,7 @@ $(T)/kx-icount.so: $(T)/kx-icount.c
 
 # clang's preprocessor API is C++ (Debian's libclang-14-dev, libclang-cpp14-dev)
 LLVM_DIR := /usr/lib/llvm-14
-$(T)/kx-macrostack: $(T)/kx-macrostack.cpp $(T)/kx-json.h
+$(T)/kx-macrostack: $(T)/kx-macrostack.cpp $(T)/kx-json.h $(T)/kx-stacks.h
 	g++ -O2 -g -std=c++17 -Wall -Wextra -Werror -isystem $(LLVM_DIR)/include -o $@ $< \
 	  -L$(LLVM_DIR)/lib -Wl,-rpath,$(LLVM_DIR)/lib -lclang-cpp -lLLVM-14
 

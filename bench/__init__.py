@@ -18,5 +18,5 @@ writes results/; knows nothing of report.py or plots/.
                scans), seriescheck (make check's sides), trackdist (make
                track on Dask)
   tools/       the native tools: kx-analyze.c, kx-macros.c (+ kx-srcmap),
-               kx-macrostack.cpp, kx-icount.c (QEMU plugin), kx-icount-wrap,
+               kx-macrostack.cpp (+ kx-stacks.h), kx-icount.c (QEMU plugin), kx-icount-wrap,
                kx-cc.c (+ kx-ccargs.h, kx-elf.h: a scan's compiler wrapper)"""

@@ -35,17 +35,11 @@
 #include <vector>
 
 #include "kx-json.h"
+#include "kx-stacks.h"
 
 using namespace clang;
 
 namespace {
-
-struct Node {                 // one distinct expansion stack (a trie)
-	int parent, name, depth;      // name: index into names, -1 for the root
-	unsigned long long self = 0;
-	std::unordered_map<int, int> kids;
-	Node(int p, int n, int d) : parent(p), name(n), depth(d) {}
-};
 
 struct Selection {
 	std::string file, folded;
@@ -58,7 +52,6 @@ struct Selection {
 
 std::vector<std::string> names;
 std::unordered_map<std::string, int> name_id;
-std::vector<Node> nodes;
 std::vector<unsigned long long> calls;
 std::vector<std::string> def_at;      // where each name's #define was (file:line)
 std::unordered_map<unsigned, int> expansion_name;   // raw loc of the call's name -> name
@@ -88,17 +81,6 @@ int intern(llvm::StringRef s)
 		sel.def_at.push_back("");
 	}
 	return name_id[s.str()] = (int)names.size() - 1;
-}
-
-int child(int parent, int name)
-{
-	auto it = nodes[parent].kids.find(name);
-	if (it != nodes[parent].kids.end())
-		return it->second;
-	nodes.emplace_back(parent, name, nodes[parent].depth + 1);
-	int id = (int)nodes.size() - 1;
-	nodes[parent].kids[name] = id;
-	return id;
 }
 
 class Calls : public PPCallbacks {
@@ -144,20 +126,12 @@ struct Memo {
 	SourceLocation top;     // the outermost call's location in a file
 };
 
-// names on the stack of trie node n, outermost first
-std::vector<int> path_of(int n)
-{
-	std::vector<int> p;
-	for (; n > 0; n = nodes[n].parent)
-		p.push_back(nodes[n].name);
-	std::reverse(p.begin(), p.end());
-	return p;
-}
-
 class Walker {
 	Preprocessor &PP;
 	SourceManager &SM;
-	std::unordered_map<unsigned, Memo> memo;   // expansion FileID -> chain
+	std::vector<Memo> memo;        // expansion FileID -> chain (a local ID indexes it)
+	std::vector<bool> known;
+	std::unordered_map<unsigned, Memo> far;    // any other ID
 	const char *last_fn = nullptr;
 	std::string last_norm;
 public:
@@ -171,9 +145,12 @@ public:
 	// spelling side, S), less the frames S shares with the call's context.
 	Memo chain(FileID fid)
 	{
-		auto it = memo.find(fid.getHashValue());
-		if (it != memo.end())
-			return it->second;
+		unsigned id = fid.getHashValue();
+		bool local = id < (1u << 28);
+		if (local && id < known.size() && known[id])
+			return memo[id];
+		if (!local && far.count(id))
+			return far[id];
 		const SrcMgr::ExpansionInfo &e = SM.getSLocEntry(fid).getExpansion();
 		SourceLocation up = e.getExpansionLocStart();
 		Memo m;
@@ -183,18 +160,22 @@ public:
 			m.top = up;
 		if (e.isMacroArgExpansion()) {
 			SourceLocation sp = e.getSpellingLoc();
-			if (sp.isMacroID()) {
-				std::vector<int> inner = path_of(chain(SM.getFileID(sp)).node);
-				for (size_t k = (size_t)m.ctx; k < inner.size(); k++)
-					m.node = child(m.node, inner[k]);
-			}
+			if (sp.isMacroID())
+				m.node = graft(m.node, chain(SM.getFileID(sp)).node, m.ctx);
 		} else {
 			m.ctx = nodes[m.node].depth;
 			auto n = expansion_name.find(up.getRawEncoding());
 			if (n != expansion_name.end())
 				m.node = child(m.node, n->second);
 		}
-		return memo[fid.getHashValue()] = m;
+		if (!local)
+			return far[id] = m;
+		if (id >= known.size()) {
+			known.resize(id * 2 + 1024);
+			memo.resize(id * 2 + 1024);
+		}
+		known[id] = true;
+		return memo[id] = m;
 	}
 
 	void token(const Token &t)
@@ -246,24 +227,6 @@ public:
 	unsigned long long total_ = 0;
 };
 
-// inclusive bytes per name: each node's own bytes go to every distinct
-// name on its stack (a name that recurses through others counts once)
-std::vector<unsigned long long> inclusive(const std::unordered_map<int, unsigned long long> &self)
-{
-	std::vector<unsigned long long> inc(names.size(), 0);
-	std::vector<int> seen(names.size(), -1);
-	for (auto &kv : self) {
-		for (int n = kv.first; n > 0; n = nodes[n].parent) {
-			int nm = nodes[n].name;
-			if (seen[nm] != kv.first) {
-				seen[nm] = kv.first;
-				inc[nm] += kv.second;
-			}
-		}
-	}
-	return inc;
-}
-
 int write_folded(const Selection &s)
 {
 	std::vector<std::string> out;
@@ -298,7 +261,7 @@ void print_macros(const std::unordered_map<int, unsigned long long> &self,
 		  const std::vector<unsigned long long> &ncalls,
 		  const std::vector<std::string> &defs, long top)
 {
-	std::vector<unsigned long long> inc = inclusive(self);
+	std::vector<unsigned long long> inc = inclusive(self, names.size());
 	std::vector<int> order;
 	for (size_t i = 0; i < names.size(); i++)
 		if (inc[i] || ncalls[i])
