@@ -31,8 +31,9 @@ static const char *depfile(char **argv, int argc)
  * packaged trees have none). */
 static int track_off(char **argv, int argc)
 {
-	static const char *const sys[] = { "-isystem", "-idirafter", "-iwithprefix", "-isysroot",
-					   "sysroot", "-imultilib", "-ftrack-macro-expansion" };
+	/* a system dir, or tracking the command sets itself */
+	static const char *const keep[] = { "-isystem", "-idirafter", "-iwithprefix", "sysroot",
+					    "-imultilib", "-ftrack-macro-expansion" };
 	const char *cc = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 	int nostdinc = 0;
 	if (!strstr(cc, "gcc") || strstr(cc, "clang"))
@@ -40,8 +41,8 @@ static int track_off(char **argv, int argc)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-nostdinc"))
 			nostdinc = 1;
-		for (size_t j = 0; j < sizeof(sys) / sizeof(*sys); j++)
-			if (strstr(argv[i], sys[j]))
+		for (size_t j = 0; j < sizeof(keep) / sizeof(*keep); j++)
+			if (strstr(argv[i], keep[j]))
 				return 0;
 	}
 	return nostdinc;

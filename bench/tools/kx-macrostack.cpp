@@ -124,13 +124,13 @@ struct Memo {
 	int node = 0;           // the trie node of its stack
 	int ctx = 0;            // depth of the stack its call was written in
 	SourceLocation top;     // the outermost call's location in a file
+	bool known = false;     // (in Walker::memo: worked out)
 };
 
 class Walker {
 	Preprocessor &PP;
 	SourceManager &SM;
 	std::vector<Memo> memo;        // expansion FileID -> chain (a local ID indexes it)
-	std::vector<bool> known;
 	std::unordered_map<unsigned, Memo> far;    // any other ID
 	const char *last_fn = nullptr;
 	std::string last_norm;
@@ -147,7 +147,7 @@ public:
 	{
 		unsigned id = fid.getHashValue();
 		bool local = id < (1u << 28);
-		if (local && id < known.size() && known[id])
+		if (local && id < memo.size() && memo[id].known)
 			return memo[id];
 		if (!local && far.count(id))
 			return far[id];
@@ -168,13 +168,11 @@ public:
 			if (n != expansion_name.end())
 				m.node = child(m.node, n->second);
 		}
+		m.known = true;
 		if (!local)
 			return far[id] = m;
-		if (id >= known.size()) {
-			known.resize(id * 2 + 1024);
+		if (id >= memo.size())
 			memo.resize(id * 2 + 1024);
-		}
-		known[id] = true;
 		return memo[id] = m;
 	}
 
