@@ -54,7 +54,7 @@ TOOLS := $(T)/kx-analyze $(T)/kx-macros $(T)/kx-macrostack $(T)/kx-icount.so $(T
 all: $(TOOLS)
 
 KX_ANALYZE := $(T)/kx-analyze.c $(T)/kx-includes.c $(T)/kx-names.c
-$(T)/kx-analyze: $(KX_ANALYZE) $(T)/kx-includes.h $(T)/kx-names.h $(T)/kx-alloc.h \
+$(T)/kx-analyze: $(KX_ANALYZE) $(T)/kx-includes.h $(T)/kx-names.h $(T)/kx-alloc.h $(T)/kx-lines.h \
 		$(T)/kx-json.h $(T)/kx-marker.h
 	$(CC_HOST) -O2 -g -Wall -Wextra -Werror -std=gnu11 -o $@ $(KX_ANALYZE)
 

@@ -31,9 +31,9 @@ static inline void *xcalloc(size_t n, size_t size)
 
 /* A zeroed table, in whole 2 MiB pages where the kernel has transparent
  * huge pages for those who ask (madvise mode): kx-analyze's line table of
- * a kernel file is tens of MiB touched, and page faults cost about 10 us
- * each on a virtual machine (13,000 of them for kernel/sched/core.c with
- * 4 KiB pages). Freed with kx_table_free and the same size. */
+ * a kernel file is MiBs touched, and page faults cost about 10 us each on
+ * a virtual machine (13,000 of them for kernel/sched/core.c with 4 KiB
+ * pages, when the table was a hash of single lines). Freed with kx_table_free and the same size. */
 #define KX_HUGE ((size_t)2 << 20)
 static inline size_t kx_table_len(size_t bytes)
 {
