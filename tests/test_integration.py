@@ -252,6 +252,31 @@ def test_check_catches_laight_v4(env):
     assert "whole build:" in txt
 
 
+def test_a_scan_runs_no_step_that_reads_its_empty_objects(env):
+    """A scan's objects are empty (kx-cc), so a scan dir's make leaves out
+    the steps that would only read them (build.SCAN_SKIP): objtool, which
+    6.1 chains to the compile and records, and check-local-export (nm,
+    awk). No C object of the v4 check's scans has objtool in its command;
+    one object made again with V=1 runs the wrapper and neither step."""
+    from kbuild import build, builddir, series
+    base, _ = env
+    tree = base / "work" / "tree"
+    assert "cmd_check_local_export" in (tree / "scripts/Makefile.build").read_text()
+    assert "cmd_objtool = " in (tree / "scripts/Makefile.lib").read_text()
+    sdirs = sorted(tree.glob("ks-*-gcc"))
+    cmds = [p for d in sdirs for p in d.glob("mm/.*.o.cmd")]
+    assert sdirs and len(cmds) > 20
+    assert [p for p in cmds if "objtool" in p.read_text()] == []
+    sdir = sdirs[0]
+    series.checkout(tree, builddir.made_at(sdir))
+    (sdir / "mm/.page_alloc.o.cmd").unlink()
+    b = build.build(tree, sdir, "gcc", ["mm/page_alloc.o"], 2, keep_going=False,
+                    seeded=True, variables=("V=1",))
+    ours = [line for line in b.log_tail.splitlines() if "page_alloc.o" in line]
+    assert b.ok and any("kx-cc gcc" in line for line in ours), b.log_tail
+    assert [line for line in ours if "objtool" in line or "check-local-export" in line] == []
+
+
 def spread_patch(tree):
     """minmax.h at pre-6.7 gains a macro that defines typed min/max/clamp
     helpers for eight integer types: every file that includes it grows a

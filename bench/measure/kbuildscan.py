@@ -7,8 +7,10 @@ command with -E through the analyzer instead of compiling it, keeps the
 measurement beside the object (.<name>.o.kx.json) and leaves an empty
 object, except where a later step reads the object (build.SCAN_REAL:
 the vDSO, whose image becomes a generated C file; real-mode code; host
-programs), which it compiles for real too. So a scan costs about what
-preprocessing costs, not a full build and then a scan.
+programs), which it compiles for real too. Kbuild's steps that only read
+an object (objtool, check-local-export) are left out (build.SCAN_SKIP).
+So a scan costs about what preprocessing costs, not a full build and
+then a scan.
 
 The target is Kbuild's own list of what it compiles: vmlinux.a, the
 libraries and the modules' objects (compile_commands.json). vmlinux is
