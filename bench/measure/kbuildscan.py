@@ -36,6 +36,7 @@ stamped with a hash of the record, its command and the code that made
 it), and a copy of the dir carries them: a later commit's scan reads
 back only the results of what Kbuild measured again."""
 import contextlib
+import gc
 import hashlib
 import json
 import platform
@@ -128,19 +129,35 @@ def collect(tree, bdir, since):
     this run (records newer than `since`)."""
     files, measured = {}, []
     inside = _Inside(bdir)
-    for rel, argv in scanfiles.compile_commands(tree, bdir):
-        path = record_path(bdir, kcmd.output_file(argv))
-        data = read_regular(path) if inside(path) else None
-        stamp = data is not None and _stamp(data, argv)
-        r = stamp and kept_result(path, stamp)
-        if not r:
-            r = result(_parse(path, rel, argv, data))
-            if stamp:
-                _keep(path, {"stamp": stamp, "result": r})
-        files[rel] = dict(r, host=HOST)
-        if data is not None and path.stat().st_mtime >= since:
-            measured.append(rel)
+    with _no_cycle_collector():
+        for rel, argv in scanfiles.compile_commands(tree, bdir):
+            path = record_path(bdir, kcmd.output_file(argv))
+            data = read_regular(path) if inside(path) else None
+            stamp = data is not None and _stamp(data, argv)
+            r = stamp and kept_result(path, stamp)
+            if not r:
+                r = result(_parse(path, rel, argv, data))
+                if stamp:
+                    _keep(path, {"stamp": stamp, "result": r})
+            files[rel] = dict(r, host=HOST)
+            if data is not None and path.stat().st_mtime >= since:
+                measured.append(rel)
     return files, measured
+
+
+@contextlib.contextmanager
+def _no_cycle_collector():
+    """Python's cycle collector off: making results allocates millions of
+    small objects (bytes by header), none in a cycle, and with the
+    collector on a defconfig scan's collect took 16.9 s instead of 7.8 s,
+    walking again and again the results already made."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class _Inside:
