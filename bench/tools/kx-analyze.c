@@ -297,7 +297,7 @@ int main(int argc, char **argv)
 	 * (about 10^5) was half the analyzer's time */
 	struct entry **v = xrealloc(NULL, (tab_used + 1) * sizeof(*v));
 	size_t m = 0, want = top < 64 && (size_t)top < tab_used ? (size_t)top : 0;
-	for (size_t i = 0; i < tab_blocks * KX_BLK; i++) {
+	for (size_t i = 0; i < tab_used; i++) {
 		struct entry *e = &tab[i];
 		if (!e->file || (want && m == want && cmp_bytes(&e, &v[m - 1]) > 0))
 			continue;
