@@ -376,8 +376,9 @@ def test_many_lines_match_reference_by_any_top():
     through a hash; the top is picked without sorting every line when it
     is short (under 64). Tens of thousands of lines, runs broken by jumps
     anywhere up to the largest marker line, files coming back, many equal
-    byte counts: both ways give the reference's order (bytes, then file in
-    the order first named, then line)."""
+    byte counts, then more blocks than the first block array holds: both
+    ways give the reference's order (bytes, then file in the order first
+    named, then line)."""
     rnd = random.Random(33)
     out = []
     for _ in range(1500):
@@ -385,6 +386,11 @@ def test_many_lines_match_reference_by_any_top():
         line = rnd.choice([0, 1, rnd.randrange(100), rnd.randrange(2**31 - 40), 2**31 - 1])
         out.append(b'# %d "%s"\n' % (line, name))
         out += [b"x" * rnd.choice([0, 1, 2, 7]) + b"\n" for _ in range(rnd.randrange(40))]
+    # then 6,000 lines alone, each in a block of its own, over 3,000 files:
+    # the blocks, the entries and the hash all grow while a block is in use
+    for i in range(6000):
+        out.append(b'# %d "g%d.h"\n' % (rnd.randrange(2**31 - 1), i % 3000))
+        out.append(b"y" * rnd.choice([1, 3]) + b"\n")
     data = b"".join(out)
     for top in (0, 1, 5, 63, 64, 10**6):
         assert analyze(data, top=top) == reference(data, top=top), top

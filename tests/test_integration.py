@@ -266,6 +266,11 @@ def test_a_scan_runs_no_step_that_reads_its_empty_objects(env):
     sdirs = sorted(tree.glob("ks-*-gcc"))
     cmds = [p for d in sdirs for p in d.glob("mm/.*.o.cmd")]
     assert sdirs and len(cmds) > 20
+    # a config whose build runs objtool on each object (not delayed to
+    # the link, as IBT or clang's LTO would)
+    config = (sdirs[0] / ".config").read_text().splitlines()
+    assert "CONFIG_OBJTOOL=y" in config
+    assert "CONFIG_X86_KERNEL_IBT=y" not in config and "CONFIG_LTO_CLANG=y" not in config
     run = "tools/objtool/objtool"           # (a header linux/objtool.h is no run)
     assert [p for p in cmds if run in p.read_text()] == []
     sdir = sdirs[0]

@@ -57,7 +57,7 @@ static void *kx_grow(void *p, size_t *cap, size_t n, size_t sz)
 
 static size_t kx_slot_of(uint32_t file, uint64_t base)
 {
-	uint64_t h = ((uint64_t)file << 40 ^ base) * 0x9e3779b97f4a7c15ull;
+	uint64_t h = ((uint64_t)file << 32 ^ base) * 0x9e3779b97f4a7c15ull;
 	size_t j = (h ^ (h >> 29)) & (nslots - 1);
 	while (slots[j].file && (slots[j].file != file || slots[j].base != base))
 		j = (j + 1) & (nslots - 1);
