@@ -33,7 +33,8 @@ static inline void *xcalloc(size_t n, size_t size)
  * huge pages for those who ask (madvise mode): kx-analyze's line table of
  * a kernel file is MiBs touched, and page faults cost about 10 us each on
  * a virtual machine (13,000 of them for kernel/sched/core.c with 4 KiB
- * pages, when the table was a hash of single lines). Freed with kx_table_free and the same size. */
+ * pages, when the table was a hash of single lines). Freed with
+ * kx_table_free and the same size. */
 #define KX_HUGE ((size_t)2 << 20)
 static inline size_t kx_table_len(size_t bytes)
 {

@@ -299,7 +299,7 @@ int main(int argc, char **argv)
 	size_t m = 0, want = top < 64 && (size_t)top < tab_used ? (size_t)top : 0;
 	for (size_t i = 0; i < tab_used; i++) {
 		struct entry *e = &tab[i];
-		if (!e->file || (want && m == want && cmp_bytes(&e, &v[m - 1]) > 0))
+		if (want && m == want && cmp_bytes(&e, &v[m - 1]) > 0)
 			continue;
 		size_t j = !want || m < want ? m++ : m - 1;
 		for (; want && j > 0 && cmp_bytes(&e, &v[j - 1]) < 0; j--)

@@ -149,8 +149,9 @@ public:
 		bool local = id < (1u << 28);
 		if (local && id < memo.size() && memo[id].known)
 			return memo[id];
-		if (!local && far.count(id))
-			return far[id];
+		auto f = local ? far.end() : far.find(id);
+		if (f != far.end())
+			return f->second;
 		const SrcMgr::ExpansionInfo &e = SM.getSLocEntry(fid).getExpansion();
 		SourceLocation up = e.getExpansionLocStart();
 		Memo m;
