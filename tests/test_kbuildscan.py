@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.measure import kbuildscan, scanfiles
+from bench.measure import kbuildscan, macros, scanfiles
 from kbuild import build, kcmd, sandbox, series
 
 REPO = Path(__file__).resolve().parent.parent
@@ -112,13 +112,17 @@ def test_other_commands_and_host_objects_are_the_compilers(tmp_path):
 
 
 
-def test_the_wrapper_leaves_macro_tracking_off_only_for_a_kernel_gcc_command(tmp_path):
+def test_the_wrapper_leaves_macro_tracking_off_only_for_a_kernel_gcc_command(
+        tmp_path, monkeypatch):
     """A kernel object's -E with gcc (-nostdinc, no -isystem) runs with
     -ftrack-macro-expansion=0, which only moves __LINE__ inside a macro
     call that spans lines (to the call's first line; here 9, not 10, one
     byte less: the deviation the README states). Everywhere else the -E
     is the command's own: a system header (-isystem, a host program)
-    makes tracking change line markers, and clang has no such option."""
+    makes tracking change line markers, and clang has no such option.
+    `kx-cc --e-flags` says what it adds, so that gcc's macros (-E
+    -fdebug-cpp) add up to the scan's bytes."""
+    monkeypatch.setenv(sandbox.ENV, "0")
     (tmp_path / "sys").mkdir()
     (tmp_path / "sys/s.h").write_text("#define SYS(x) ((x) + 1)\n")
     (tmp_path / "ln.c").write_text("#define F(a, b) a + b\n" + "\n" * 7 +
@@ -135,10 +139,18 @@ def test_the_wrapper_leaves_macro_tracking_off_only_for_a_kernel_gcc_command(tmp
         e = kcmd.preprocess_command([x for x in argv if x != "--host"])
         out = subprocess.run([e[0], *extra, *e[1:]], cwd=tmp_path, capture_output=True,
                              check=True).stdout
+        if args[0] != "--host":      # what the wrapper adds, and gcc's macros
+            same = subprocess.run([e[0], *build.scan_e_flags(argv), *e[1:]], cwd=tmp_path,
+                                  capture_output=True, check=True).stdout
+            assert len(same) == rec["analysis"]["bytes"], args
+            if args[0] == "gcc":
+                assert macros.own_bytes(tmp_path, argv, None)["bytes"] == len(same), args
         return rec["analysis"]["bytes"], len(out), out
 
     got, exact, out = record_and_e(["gcc", "-nostdinc"], "ln.c")
     assert b"int v = 1 + 10" in out and got == exact - 1
+    assert build.scan_e_flags(["gcc", "-nostdinc", "-c", "ln.c"]) == [
+        "-ftrack-macro-expansion=0"]
     assert (got,) * 2 == record_and_e(["gcc", "-nostdinc"], "ln.c",
                                       ["-ftrack-macro-expansion=0"])[:2]
     for args, src in ((["gcc", "-nostdinc", "-isystem", "sys"], "sy.c"),

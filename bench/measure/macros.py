@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kbuild import kcmd, sandbox
+from kbuild import build, kcmd, sandbox
 from kbuild.proc import pipe, run_limited
 from kbuild.util import KexpandError, atomic_write
 
@@ -55,7 +55,7 @@ def own_bytes(bdir, argv, hot_at):
     its hottest line `hot_at` ('path:line', relative to the tree)."""
     _need(OWN_TOOL)
     flags, src = kcmd.strip_output(argv)
-    cmd = flags + ["-E", "-fdebug-cpp", "-o", "-", src]
+    cmd = flags + build.scan_e_flags(argv) + ["-E", "-fdebug-cpp", "-o", "-", src]
     tool = [str(OWN_TOOL), "-n", str(TOP)] + (["-l", hot_at] if hot_at else [])
     out, aerr, prc, perr, arc, _ = pipe(sandbox.wrap(cmd, bdir), tool, bdir)
     if prc != 0:

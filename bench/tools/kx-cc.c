@@ -9,7 +9,8 @@
  * cmd_cc_o_c). For that one kx-cc runs the same command with -E, to stdout,
  * through kx-analyze (with its -n and -H), and keeps the measurement in
  * <dir of X>/.<X>.o.kx.json. A kernel object's -E with gcc runs with
- * -ftrack-macro-expansion=0 (track_off() in kx-ccargs.h says why, when):
+ * -ftrack-macro-expansion=0 (track_off() in kx-ccargs.h says why, when;
+ * `kx-cc --e-flags COMPILER ARGS...` prints what it adds, for other -E runs):
  *
  *   {"argv": [the compile command, the wrapper left out],
  *    "status": "ok" | "error", "reason": "error" | "time limit" | "memory limit",
@@ -259,6 +260,13 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		fprintf(stderr, "usage: kx-cc COMPILER [ARGS...]\n");
 		return 2;
+	}
+	if (!strcmp(argv[1], "--e-flags")) {
+		/* what this wrapper adds to the -E of compile command argv[2..]
+		 * (macros.py's -E -fdebug-cpp matches the scan's bytes this way) */
+		if (argc > 2 && track_off(argv + 2, argc - 2))
+			puts("-ftrack-macro-expansion=0");
+		return 0;
 	}
 	int host = argc > 2 && !strcmp(argv[1], "--host");
 	char **cc = argv + 1 + host;

@@ -85,6 +85,19 @@ def scan_args(compiler):
             f"KX_SCAN_TIME={LIMITS['time_s']}", f"KX_SCAN_MEM={LIMITS['mem_mb']}"]
 
 
+def scan_e_flags(argv):
+    """What a scan's -E adds to compile command `argv` (kx-cc decides, with
+    track_off() in kx-ccargs.h), so that another -E of the file gives the
+    scan's bytes."""
+    if not KX_CC.exists():
+        raise KexpandError(f"{KX_CC} missing: run 'make -C {KX_CC.parents[2]} all'",
+                           "infra")
+    p = run([str(KX_CC), "--e-flags", *argv], check=False)
+    if p.returncode != 0:
+        raise KexpandError(f"{KX_CC} --e-flags failed: {p.stderr.strip()[-300:]}", "infra")
+    return p.stdout.split()
+
+
 def make(tree, bdir, compiler, *args):
     """The make command of build or scan dir `bdir`. In a scan dir it runs
     with kexpand's tools first on PATH: Kbuild's commands (and Kconfig's
