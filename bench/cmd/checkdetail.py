@@ -6,12 +6,12 @@ and the top expansion stack at the tip) and the instruction count of -c
 at base and tip for the worst few. Every compiler's work at a commit is
 done in one visit (tip, the series' commits from the last to the first,
 base), JOBS jobs at a time."""
-from kbuild import build, kcmd, series
+from kbuild import build, builddir, kcmd, series
 from kbuild.gitops import git
 from kbuild.proc import run_jobs
 from kbuild.util import KexpandError, log
 
-from ..measure import kbuildscan, macros
+from ..measure import macros
 from ..measure import seriescheck as sc
 from ..measure.cache import At
 from ..measure.expansion import measure_file, statement
@@ -154,11 +154,11 @@ def _macros(f, row, side, req, cache, at, bdir):
 
 def _clang_stack(f, row, req, case, tree, tip, cache):
     """clang's inclusive bytes and the top expansion stack of the worst
-    file at the tip: its object made in a clang scan dir of the tip (only
-    that object: Kbuild prepares what it needs and records the command;
-    kx-cc preprocesses instead of compiling), then kx-macrostack."""
+    file at the tip: its object built in a clang dir of the tip (only that
+    object: Kbuild prepares what it needs), then kx-macrostack."""
     config = build.case_config(req, case)
     f = row["file"]
+    bdir = build.build_dir(tree, tip, "clang")
     # keyed by the line looked into: gcc's hottest (a clang compare or
     # check looks into clang's own, under the file's plain key)
     gcc_hot = row["hot_lines_tip"][:1]
@@ -166,15 +166,13 @@ def _clang_stack(f, row, req, case, tree, tip, cache):
                            f"{f}|gcc-hot:{(gcc_hot or [{}])[0].get('at')}")
     m = cache.get(key)
     if m is None:
-        req.progress.say(f"  clang: making {f} at the tip for its expansion stacks")
-        try:
-            bdir, _ = kbuildscan.make_at(tree, tip, "clang", config, req.jobs,
-                                         [kcmd.obj_of(f)])
-        except KexpandError as e:
-            if e.klass != "build":
-                raise
-            row["clang"] = {"status": "error", "error": str(e)[-1000:]}
-            return
+        req.progress.say(f"  clang: building {f} at the tip for its expansion stacks")
+        if not builddir.built(bdir, config.hash(), [f]):
+            b = builddir.build_objects(tree, bdir, "clang", config, [kcmd.obj_of(f)],
+                                       req.jobs)
+            if not b.ok:
+                row["clang"] = {"status": "error", "error": b.log_tail[-1000:]}
+                return
         # gcc's hottest line at the tip (the scan's): clang looks into the
         # same line, without an -E of its own
         m = macros.measure(bdir, f, "clang", {"hot_lines": gcc_hot})
