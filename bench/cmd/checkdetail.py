@@ -26,6 +26,13 @@ def text_at(tree, commit, at):
     return statement(p.stdout, int(line)) if p.returncode == 0 else ""
 
 
+def _add_text(tree, commit, rows, side):
+    """The statement of each of the rows' hottest lines at one side."""
+    for r in rows:
+        r[f"hot_lines_{side}"] = [dict(h, source=text_at(tree, commit, h["at"]))
+                                  for h in r[f"hot_lines_{side}"]]
+
+
 def explain(req, case, tree, commits, sides):
     """Fill the rows each compiler's side explains, in place (see README,
     "make check results"). The tree is at the tip (its scans just ran);
@@ -39,9 +46,7 @@ def explain(req, case, tree, commits, sides):
     jobs = []
     for side in sides:      # the scan kept each side's hottest lines: add their text
         regs, worst = side.explained, side.explained[0]
-        for r in regs:
-            r["hot_lines_tip"] = [dict(h, source=text_at(tree, tip, h["at"]))
-                                  for h in r["hot_lines_tip"]]
+        _add_text(tree, tip, regs, "tip")
         req.progress.say(f"  the tip ({side.cc}): macros of {worst['file']}, -c counts of "
                          f"{len(regs[:sc.COUNT_TOP])} file(s)")
         side.tipdir.ready_at(tip)
@@ -70,9 +75,7 @@ def explain(req, case, tree, commits, sides):
                          f"of {len(regs[:sc.COUNT_TOP])} file(s)")
         jobs += _jobs(req, worst, regs[:sc.COUNT_TOP], "base",
                       (req, side.cache, side.at, side.tipdir.base_dir))
-        for r in regs:
-            r["hot_lines_base"] = [dict(h, source=text_at(tree, base, h["at"]))
-                                   for h in r["hot_lines_base"]]
+        _add_text(tree, base, regs, "base")
     _run(req, jobs)
     for side in sides:
         worst = side.explained[0]

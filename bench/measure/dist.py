@@ -179,6 +179,23 @@ def config_of(spec, case, work):
                         strict=spec["strict"])
 
 
+def worker_tree(spec, work, commit):
+    """(case, tree) of a worker, in its work dir (locked): the user's tree
+    cloned, or the packaged tree prepared. A tree without `commit` is
+    refused."""
+    case = series.load_case(spec["case"], Path(spec["cases_dir"]))
+    if spec["kernel"]:
+        tree = trees.user_clone(Path(spec["kernel"]), work)
+    else:
+        series.prepare(case, work, Path(spec["tarball"]))
+        tree = workdir.tree(work)
+    if series.git(tree, "rev-parse", "-q", "--verify", f"{commit}^{{commit}}",
+                  check=False).returncode != 0:
+        raise KexpandError(f"its tree {tree} has no commit {commit[:12]}: the "
+                           "tarball or cases/ differ from the client's", "infra")
+    return case, tree
+
+
 def _chunk(spec, files):
     """Prepare and build spec's commit in this worker's work directory (if
     it has not: builddir.ensure_kernel, as a local scan), then measure
@@ -186,17 +203,8 @@ def _chunk(spec, files):
     sandbox.check()             # a worker builds in its sandbox or not at all
     work = settings.work_dir(os.environ)
     with workdir.lock(work):
-        case = series.load_case(spec["case"], Path(spec["cases_dir"]))
-        if spec["kernel"]:
-            tree = trees.user_clone(Path(spec["kernel"]), work)
-        else:
-            series.prepare(case, work, Path(spec["tarball"]))
-            tree = workdir.tree(work)
         commit, cc = spec["commit"], spec["compiler"]
-        if series.git(tree, "rev-parse", "-q", "--verify", f"{commit}^{{commit}}",
-                      check=False).returncode != 0:
-            raise KexpandError(f"its tree {tree} has no commit {commit[:12]}: the "
-                               "tarball or cases/ differ from the client's", "infra")
+        case, tree = worker_tree(spec, work, commit)
         ccver = build.compiler_version(cc)
         if ccver != spec["compiler_version"]:
             raise KexpandError(f"refused: it has {ccver}, the scan measures with "

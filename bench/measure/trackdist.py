@@ -14,7 +14,7 @@ import os
 import platform
 from pathlib import Path
 
-from kbuild import build, proc, sandbox, series, settings, trees, workdir
+from kbuild import build, proc, sandbox, settings, workdir
 from kbuild.util import KexpandError, log, read_json, atomic_write_json
 
 from . import dist, icount
@@ -42,15 +42,7 @@ def _commit(spec, commit):
     sandbox.check()             # a worker builds in its sandbox or not at all
     work = settings.work_dir(os.environ)
     with workdir.lock(work):
-        case = series.load_case(spec["case"], Path(spec["cases_dir"]))
-        if spec["kernel"]:
-            tree = trees.user_clone(Path(spec["kernel"]), work)
-        else:
-            series.prepare(case, work, Path(spec["tarball"]))
-            tree = workdir.tree(work)
-        if series.git(tree, "cat-file", "-e", f"{commit}^{{commit}}",
-                      check=False).returncode != 0:
-            raise KexpandError(f"its tree {tree} has no commit {commit[:12]}", "infra")
+        case, tree = dist.worker_tree(spec, work, commit)
         req = settings.Request(
             "track", case=spec["case"], work=work, results=work / "results-unused",
             jobs=os.cpu_count() or 1, icount_cap=spec["icount_cap"],
