@@ -12,6 +12,7 @@ import pytest
 
 from bench.measure import kbuildscan, macros, scanfiles
 from kbuild import build, kcmd, sandbox, series
+from kbuild.util import KexpandError
 
 REPO = Path(__file__).resolve().parent.parent
 KXCC = REPO / "bench/tools/kx-cc"
@@ -143,14 +144,24 @@ def test_the_wrapper_leaves_macro_tracking_off_only_for_a_kernel_gcc_command(
             same = subprocess.run([e[0], *build.scan_e_flags(argv), *e[1:]], cwd=tmp_path,
                                   capture_output=True, check=True).stdout
             assert len(same) == rec["analysis"]["bytes"], args
-            if args[0] == "gcc":
-                assert macros.own_bytes(tmp_path, argv, None)["bytes"] == len(same), args
+            if args[0] == "gcc":        # like the scan, and as given
+                assert macros.own_bytes(tmp_path, argv, None, build.scan_e_flags(argv))[
+                    "bytes"] == len(same), args
+                plain = subprocess.run(e, cwd=tmp_path, capture_output=True, check=True)
+                assert macros.own_bytes(tmp_path, argv, None)["bytes"] == len(
+                    plain.stdout), args
         return rec["analysis"]["bytes"], len(out), out
 
     got, exact, out = record_and_e(["gcc", "-nostdinc"], "ln.c")
     assert b"int v = 1 + 10" in out and got == exact - 1
     assert build.scan_e_flags(["gcc", "-nostdinc", "-c", "ln.c"]) == [
         "-ftrack-macro-expansion=0"]
+    # a kx-cc that does not know --e-flags (an older build) is named
+    monkeypatch.setattr(build, "KX_CC", Path("/bin/false"))
+    with pytest.raises(KexpandError, match="--e-flags failed"):
+        build.scan_e_flags(["gcc", "-nostdinc", "-c", "ln.c"])
+    monkeypatch.undo()
+    monkeypatch.setenv(sandbox.ENV, "0")
     assert (got,) * 2 == record_and_e(["gcc", "-nostdinc"], "ln.c",
                                       ["-ftrack-macro-expansion=0"])[:2]
     for args, src in ((["gcc", "-nostdinc", "-isystem", "sys"], "sy.c"),

@@ -143,11 +143,12 @@ def _macros(f, row, side, req, cache, at, bdir):
     """gcc's own bytes per macro (or clang's inclusive bytes) of a file."""
     req.progress.say(f"  attributing {row['file']} to macros ({side}, {at.cc})")
     focus = row.get("focus")        # a whole build's witness: its top header's line
-    key = cache.macros_key(at, row["file"] + (f"|{focus}" if focus else ""))
+    # checked against the scan's bytes (a witness: Kbuild's -E of its own)
+    key = cache.macros_key(at, row["file"] + (f"|{focus}" if focus else "|scan"))
     m = cache.get(key)
     if m is None:
         e, inside = expansion(row, side, bdir)
-        m = macros.measure(bdir, row["file"], at.cc, e)
+        m = macros.measure(bdir, row["file"], at.cc, e, like_scan=not focus)
         if focus and inside:
             m["focus_line"] = inside[0]       # at, bytes, the statement's text
         if m.get("status") != "error":

@@ -50,12 +50,13 @@ def _fail(what, cmd, rc, err):
                         f"\n{tail}", "build")
 
 
-def own_bytes(bdir, argv, hot_at):
+def own_bytes(bdir, argv, hot_at, extra=()):
     """gcc: own bytes per macro and the byte classes, for the file and for
-    its hottest line `hot_at` ('path:line', relative to the tree)."""
+    its hottest line `hot_at` ('path:line', relative to the tree); `extra`
+    flags go before -E (build.scan_e_flags: the scan's -E)."""
     _need(OWN_TOOL)
     flags, src = kcmd.strip_output(argv)
-    cmd = flags + build.scan_e_flags(argv) + ["-E", "-fdebug-cpp", "-o", "-", src]
+    cmd = flags + list(extra) + ["-E", "-fdebug-cpp", "-o", "-", src]
     tool = [str(OWN_TOOL), "-n", str(TOP)] + (["-l", hot_at] if hot_at else [])
     out, aerr, prc, perr, arc, _ = pipe(sandbox.wrap(cmd, bdir), tool, bdir)
     if prc != 0:
@@ -231,16 +232,20 @@ def _line(d, hot_at):
     return out
 
 
-def measure(bdir, src, cc, expand):
+def measure(bdir, src, cc, expand, like_scan=False):
     """The macros entry of one (commit, compiler, file); `expand` is the
     file's expansion entry (its bytes are the check, its hottest line the
-    line to look into). Tool failures are an entry with status 'error'."""
+    line to look into): Kbuild's -E (expansion.measure_file), or with
+    `like_scan` the scan's (what kx-cc adds: gcc's -E without macro
+    tracking for a kernel object, same bytes but for __LINE__ in a macro
+    call spanning lines; several times faster on deep macros). Tool
+    failures are an entry with status 'error'."""
     argv = kcmd.compile_command(bdir, src)
     hot = (expand.get("hot_lines") or [{}])[0].get("at")
     t0 = time.monotonic()
     try:
         if cc == "gcc":
-            d = own_bytes(bdir, argv, hot)
+            d = own_bytes(bdir, argv, hot, build.scan_e_flags(argv) if like_scan else ())
         else:
             d = stacks(bdir, argv, hot)
     except KexpandError as e:

@@ -258,12 +258,14 @@ static int run_wait(char **argv)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: kx-cc COMPILER [ARGS...]\n");
+		fprintf(stderr, "usage: kx-cc [--host] COMPILER [ARGS...]\n"
+				"       kx-cc --e-flags COMPILER [ARGS...]\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "--e-flags")) {
-		/* what this wrapper adds to the -E of compile command argv[2..]
-		 * (macros.py's -E -fdebug-cpp matches the scan's bytes this way) */
+		/* what this wrapper adds to the -E of kernel compile command
+		 * argv[2..] (not --host: a host command's -E is left as given);
+		 * macros.py's -E -fdebug-cpp matches the scan's bytes this way */
 		if (argc > 2 && track_off(argv + 2, argc - 2))
 			puts("-ftrack-macro-expansion=0");
 		return 0;

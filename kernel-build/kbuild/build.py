@@ -90,12 +90,15 @@ def scan_e_flags(argv):
     track_off() in kx-ccargs.h), so that another -E of the file gives the
     scan's bytes."""
     if not KX_CC.exists():
-        raise KexpandError(f"{KX_CC} missing: run 'make -C {KX_CC.parents[2]} all'",
+        raise KexpandError(f"{KX_CC} missing: run 'make -C {REPO} all'",
                            "infra")
     p = run([str(KX_CC), "--e-flags", *argv], check=False)
-    if p.returncode != 0:
-        raise KexpandError(f"{KX_CC} --e-flags failed: {p.stderr.strip()[-300:]}", "infra")
-    return p.stdout.split()
+    flags = p.stdout.split()
+    if p.returncode != 0 or not all(f.startswith("-f") for f in flags):
+        raise KexpandError(f"{KX_CC} --e-flags failed (exit {p.returncode}): "
+                           f"{p.stdout.strip()[-300:]}; an older build of it? run "
+                           f"'make -C {REPO} all'", "infra")
+    return flags
 
 
 def make(tree, bdir, compiler, *args):
