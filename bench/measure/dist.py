@@ -191,8 +191,9 @@ def worker_tree(spec, work, commit):
         tree = workdir.tree(work)
     if series.git(tree, "rev-parse", "-q", "--verify", f"{commit}^{{commit}}",
                   check=False).returncode != 0:
-        raise KexpandError(f"its tree {tree} has no commit {commit[:12]}: the "
-                           "tarball or cases/ differ from the client's", "infra")
+        why = ("its KERNEL= tree is not the client's" if spec["kernel"] else
+               "the tarball or cases/ differ from the client's")
+        raise KexpandError(f"its tree {tree} has no commit {commit[:12]}: {why}", "infra")
     return case, tree
 
 

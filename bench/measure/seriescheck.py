@@ -12,8 +12,7 @@ import statistics
 
 from kbuild import build, series
 
-from . import cost, headerbuild, headers, kbuildscan, macros
-from .expansion import measure_file
+from . import cost, headerbuild, headers, kbuildscan
 
 # a file whose growth is under this many bytes is never a regression,
 # whatever its ratio (a 10 kB file that grows 20%)
@@ -212,23 +211,6 @@ def grew_most(base_bytes, steps, tip_bytes, patches):
         if r is not None and r > 1 and (best is None or r > best["ratio"]):
             best = out[-1]
     return best, out
-
-
-def details(req, side_dir, f, cc, cache_key, cache, attribute=True):
-    """A flagged file at one side (tree already there): its hottest lines
-    (the analyzer, top 5, with the statements' text) and, if `attribute`,
-    its macros (gcc: own bytes; clang: inclusive bytes and stacks)."""
-    e = measure_file(side_dir, f)
-    out = {"hot_lines": e["hot_lines"], "bytes": e["expanded_bytes"],
-           "longest_line_bytes": e["longest_line_bytes"]}
-    if attribute:
-        m = cache.get(cache_key) if cache_key else None
-        if m is None:
-            m = macros.measure(side_dir, f, cc, e)
-            if m.get("status") != "error" and cache_key:
-                cache.put(cache_key, m)
-        out["macros"] = m
-    return out
 
 
 def count_c(req, cache, at, bdir, f):
