@@ -140,10 +140,11 @@ def test_the_wrapper_leaves_macro_tracking_off_only_for_a_kernel_gcc_command(
         e = kcmd.preprocess_command([x for x in argv if x != "--host"])
         out = subprocess.run([e[0], *extra, *e[1:]], cwd=tmp_path, capture_output=True,
                              check=True).stdout
-        if args[0] != "--host":      # what the wrapper adds, and gcc's macros
+        if args[0] != "--host":      # what the wrapper adds, a Dask worker, gcc's macros
             same = subprocess.run([e[0], *build.scan_e_flags(argv), *e[1:]], cwd=tmp_path,
                                   capture_output=True, check=True).stdout
             assert len(same) == rec["analysis"]["bytes"], args
+            assert scanfiles.measure_one(tmp_path, src, argv)[1]["bytes"] == len(same), args
             if args[0] == "gcc":        # like the scan, and as given
                 assert macros.own_bytes(tmp_path, argv, None, build.scan_e_flags(argv))[
                     "bytes"] == len(same), args
