@@ -1,7 +1,7 @@
 """make bench-analyzer: the throughput of kx-analyze, and its cost next to
-the `gcc -E` it reads (setup.c at laight-v4); then what bytes by header
-(-H and the per-file records) add to a scan (measure/headercost.py, on
-the Kbuild-driven scan of the same point)."""
+the `gcc -E` it reads, as a scan runs it (setup.c at laight-v4); then
+what bytes by header (-H and the per-file records) add to a scan
+(measure/headercost.py, on the Kbuild-driven scan of the same point)."""
 import shlex
 import sys
 
@@ -28,10 +28,13 @@ def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"
         if not b.ok:
             raise KexpandError(f"building {file} failed:\n{b.log_tail}", "build")
         argv = kcmd.compile_command(bdir, file)
+        # the -E a scan runs (kx-cc's flags: no macro tracking for gcc)
+        pcmd = kcmd.preprocess_command(argv)
+        pcmd[1:1] = build.scan_e_flags(argv)
         sample = workdir.scratch(req.work) / "analyzer-sample.i"
         sample.parent.mkdir(parents=True, exist_ok=True)
         with open(sample, "wb") as out:
-            run(sandbox.wrap(kcmd.preprocess_command(argv), bdir), cwd=bdir, stdout=out,
+            run(sandbox.wrap(pcmd, bdir), cwd=bdir, stdout=out,
                 what=f"preprocessing {file}", klass="build")
         size = sample.stat().st_size
         # the paths reach the shell as arguments, never as shell text
@@ -41,7 +44,7 @@ def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"
                                timeout=1800)
         cat = timing.hyperfine(["sh", "-c", 'exec cat < "$0" > /dev/null', str(sample)],
                                req.work, runs=req.repeat, warmup=2, timeout=1800)
-        pre = timing.hyperfine(kcmd.preprocess_command(argv, "/dev/null"), bdir,
+        pre = timing.hyperfine(pcmd[:-3] + ["-o", "/dev/null", pcmd[-1]], bdir,
                                runs=2, warmup=0, timeout=3600, box=bdir)
         sample.unlink()
         sdir, _ = kbuildscan.make_at(tree, commit, "gcc", build.case_config(req, case),
