@@ -29,8 +29,7 @@ def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"
             raise KexpandError(f"building {file} failed:\n{b.log_tail}", "build")
         argv = kcmd.compile_command(bdir, file)
         # the -E a scan runs (kx-cc's flags: no macro tracking for gcc)
-        pcmd = kcmd.preprocess_command(argv)
-        pcmd[1:1] = build.scan_e_flags(argv)
+        pcmd = build.scan_preprocess_command(argv)
         sample = workdir.scratch(req.work) / "analyzer-sample.i"
         sample.parent.mkdir(parents=True, exist_ok=True)
         with open(sample, "wb") as out:
@@ -44,7 +43,7 @@ def cmd_analyzer_bench(req, case, point="laight-v4", file="arch/x86/xen/setup.c"
                                timeout=1800)
         cat = timing.hyperfine(["sh", "-c", 'exec cat < "$0" > /dev/null', str(sample)],
                                req.work, runs=req.repeat, warmup=2, timeout=1800)
-        pre = timing.hyperfine(pcmd[:-3] + ["-o", "/dev/null", pcmd[-1]], bdir,
+        pre = timing.hyperfine(build.scan_preprocess_command(argv, "/dev/null"), bdir,
                                runs=2, warmup=0, timeout=3600, box=bdir)
         sample.unlink()
         sdir, _ = kbuildscan.make_at(tree, commit, "gcc", build.case_config(req, case),

@@ -75,17 +75,16 @@ def one_per_file(entries):
 
 
 def measure_one(bdir, rel, argv):
-    """One file through the analyzer (the engine's pipe), with what kx-cc
-    adds to a Kbuild-driven scan's -E (build.scan_e_flags), so that a Dask
-    worker's result is a local scan's; a file that does not preprocess is
-    recorded as an error, not a failed scan. "inc": its bytes by header
-    and include entries (headers.record), which the scan keeps beside its
-    record (keep()), not in it."""
+    """One file through the analyzer (the engine's pipe), its -E as a
+    Kbuild-driven scan's kx-cc runs it (build.scan_preprocess_command), so
+    that a Dask worker's result is a local scan's; a file that does not
+    preprocess is recorded as an error, not a failed scan. "inc": its
+    bytes by header and include entries (headers.record), which the scan
+    keeps beside its record (keep()), not in it."""
     t0 = time.monotonic()
-    pcmd = kcmd.preprocess_command(argv)
-    pcmd[1:1] = build.scan_e_flags(argv)
     try:
-        a, _ = analyze(pcmd, bdir, top=HOT_LINES, headers=True)
+        a, _ = analyze(build.scan_preprocess_command(argv), bdir, top=HOT_LINES,
+                       headers=True)
     except KexpandError as e:
         if e.klass == "infra":
             raise

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import sandbox
+from . import kcmd, sandbox
 from .proc import LIMITS, kill_group, run, spawn
 from .util import REPO, KexpandError, atomic_write_json, log, read_json
 
@@ -99,6 +99,13 @@ def scan_e_flags(argv):
                            f"{p.stdout.strip()[-300:]}; an older build of it? run "
                            f"'make -C {REPO} all'", "infra")
     return flags
+
+
+def scan_preprocess_command(argv, output="-"):
+    """The -E a scan runs for compile command `argv`: Kbuild's, with what
+    kx-cc adds (scan_e_flags), to stdout by default."""
+    flags, src = kcmd.strip_output(argv)
+    return flags + scan_e_flags(argv) + ["-E", "-o", output, src]
 
 
 def make(tree, bdir, compiler, *args):
