@@ -266,8 +266,9 @@ int main(int argc, char **argv)
 		/* what this wrapper adds to the -E of kernel compile command
 		 * argv[2..] (not --host: a host command's -E is left as given);
 		 * macros.py's -E -fdebug-cpp matches the scan's bytes this way */
-		if (argc > 2 && track_off(argv + 2, argc - 2))
-			puts("-ftrack-macro-expansion=0");
+		const char *x = argc > 2 ? e_flag(argv + 2, argc - 2) : NULL;
+		if (x)
+			puts(x);
 		return 0;
 	}
 	int host = argc > 2 && !strcmp(argv[1], "--host");
@@ -299,8 +300,9 @@ int main(int argc, char **argv)
 		}
 		e[k++] = cc[i];
 	}
-	if (!host && track_off(cc, n))
-		e[k++] = "-ftrack-macro-expansion=0";
+	const char *x = host ? NULL : e_flag(cc, n);
+	if (x)
+		e[k++] = (char *)x;
 	e[k++] = "-E", e[k++] = "-o", e[k++] = "-", e[k++] = (char *)src;
 	char *top = getenv("KX_SCAN_TOP") ? getenv("KX_SCAN_TOP") : "5";
 	char *a[] = { (char *)ana, "-n", top, "-H", NULL };

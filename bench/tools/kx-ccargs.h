@@ -48,6 +48,12 @@ static int track_off(char **argv, int argc)
 	return nostdinc;
 }
 
+/* what a scan adds to the -E of kernel compile command argv, or NULL */
+static const char *e_flag(char **argv, int argc)
+{
+	return track_off(argv, argc) ? "-ftrack-macro-expansion=0" : NULL;
+}
+
 static int in_real_dir(const char *obj, char **argv, int argc)
 {
 	for (int i = 0; i < argc; i++)
