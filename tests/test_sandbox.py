@@ -260,3 +260,32 @@ def test_the_cpu_figure_is_read_as_a_small_regular_file(tmp_path):
     assert _time_cpu(tmp_path / "fifo", 9.0) == 9.0
     (tmp_path / "link").symlink_to(f)
     assert _time_cpu(tmp_path / "link", 9.0) == 9.0
+
+
+def test_git_inside_trusts_the_index_for_files_whose_stat_is_unchanged(box, monkeypatch):
+    """Kbuild's setlocalversion runs `git status` at every make. Inside,
+    the tree's files belong to the sandbox's uid, not to the one the index
+    recorded: without core.checkStat=minimal git reads every file again
+    (3-5 s on a kernel tree). Probe: a.h unreadable inside (mode 000, no
+    capabilities), so reading it would show it modified; a file that did
+    change is still seen."""
+    _base, tree, mine, _, _ = box
+    (tree / "include" / "b.h").write_text("int b;\n")
+    for f in ("a.h", "b.h"):
+        os.utime(tree / "include" / f, (1577836800, 1577836800))    # not racy
+    git = ["git", "-c", "user.name=k", "-c", "user.email=k@x", "-C", str(tree)]
+    subprocess.run([*git, "add", "include"], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    (tree / "include" / "a.h").chmod(0)
+    status = ["git", "--no-optional-locks", "status", "-uno", "--porcelain"]
+    assert subprocess.run([*git, *status[1:]], capture_output=True, text=True,
+                          check=True).stdout == ""      # (outside: refreshed, clean)
+
+    def inside():
+        return subprocess.run(sandbox.wrap(status, mine, cwd=tree), capture_output=True,
+                              text=True, timeout=60).stdout
+    assert inside() == ""
+    (tree / "include" / "b.h").write_text("int bb;\n")
+    assert inside() == " M include/b.h\n"
+    monkeypatch.setattr(sandbox, "GIT_CONFIG", {})
+    assert inside() == " M include/a.h\n M include/b.h\n"  # the probe is real

@@ -53,6 +53,8 @@ KEEP = {"PATH", "LANG", "LANGUAGE", "TZ", "PWD", "SOURCE_DATE_EPOCH", "ARCH",
         "CROSS_COMPILE", "LLVM"}
 KEEP_PREFIX = ("LC_", "KBUILD_", "KCONFIG_", "KEXPAND_RUN", "KX_ICOUNT_", "KX_QEMU",
                "FAKE_")
+# git inside: compare a file's stat by mtime and size only (wrap)
+GIT_CONFIG = {"core.checkStat": "minimal"}
 # a tree's build dirs (build.build_dir) and scan dirs (build.scan_dir)
 BUILD_DIRS = ("kb-", "ks-")
 # kexpand's own tools and the case data (config fragments): read-only
@@ -163,6 +165,13 @@ def wrap(argv, bdir, *, cwd=None, rw=(), ro=(), env=None, seconds=None,
         keep.setdefault("KBUILD_BUILD_USER", _user())
     for k, v in sorted(keep.items()):
         a += ["--setenv", k, v]
+    # inside, the tree's files belong to the sandbox's uid, not to the one
+    # git's index recorded: git (Kbuild's setlocalversion, at every make)
+    # would read the whole tree again to compare, 3-5 s; the mtime and size
+    # still tell a changed file
+    for i, (k, v) in enumerate(GIT_CONFIG.items()):
+        a += ["--setenv", f"GIT_CONFIG_KEY_{i}", k, "--setenv", f"GIT_CONFIG_VALUE_{i}", v]
+    a += ["--setenv", "GIT_CONFIG_COUNT", str(len(GIT_CONFIG))]
     a += ["--", "timeout", "-k", "10", str(int(seconds or LIMIT_S)),
           "prlimit", f"--data={int(data or LIMIT_DATA)}", "--", *map(str, argv)]
     return a
