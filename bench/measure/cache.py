@@ -10,7 +10,7 @@ import zlib
 from pathlib import Path
 
 from kbuild import build, workdir
-from kbuild.util import atomic_write, atomic_write_json, log, read_json
+from kbuild.util import atomic_write, log, read_json
 
 # Bump when what a kind measures changes: its cached values are then stale.
 ANALYZER_VERSION = "2"
@@ -127,7 +127,9 @@ class Cache:
         return _shaped(p, read_json(p), shape) if p.exists() else None
 
     def put(self, key, value):
-        atomic_write_json(self.dir / f"{key}.json", value)
+        """Compact JSON: C's encoder (indent takes Python's, about six
+        times as long: 0.2 s a defconfig scan record)."""
+        atomic_write(self.dir / f"{key}.json", json.dumps(value, separators=(",", ":")))
 
     def drop(self, key):
         """Forget a value (put's or put_packed's): it is measured again."""
