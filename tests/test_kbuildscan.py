@@ -234,19 +234,33 @@ def test_a_kbuild_scan_equals_measuring_each_file(tree):
         {k: v["bytes"] for k, v in b["files"].items()}
 
 
-def test_a_record_of_another_command_is_never_read_as_a_measurement(tree):
+def _forget_kept(sdir):
+    for p in sdir.rglob("*" + kbuildscan.RESULT):
+        p.unlink()
+
+
+def test_a_record_of_another_command_is_never_read_as_a_measurement(tree, monkeypatch):
+    """... nor in a pool of processes (results made two at a time), which
+    gives what this process gives."""
     t, (one, _), config = tree
     series.checkout(t, one)
     kbuildscan.scan(t, one, "gcc", config, 2)
     sdir = build.scan_dir(t, one, "gcc")
+    _forget_kept(sdir)
+    alone = kbuildscan.collect(t, sdir, 0, 1)
+    monkeypatch.setattr(kbuildscan, "POOL_MIN", 1)
+    _forget_kept(sdir)
+    assert kbuildscan.collect(t, sdir, 0, 2) == alone
     rec = kbuildscan.record_path(sdir, "mm/compaction.o")
     data = json.loads(rec.read_text())
     rec.write_text(json.dumps(dict(data, argv=data["argv"] + ["-DOTHER"])))
-    with pytest.raises(Exception, match="another command"):
-        kbuildscan.collect(t, sdir, 0)
+    for jobs in (1, 2):
+        with pytest.raises(Exception, match="another command"):
+            kbuildscan.collect(t, sdir, 0, jobs)
     rec.unlink()
-    with pytest.raises(Exception, match="no measurement from kx-cc"):
-        kbuildscan.collect(t, sdir, 0)
+    for jobs in (1, 2):
+        with pytest.raises(Exception, match="no measurement from kx-cc"):
+            kbuildscan.collect(t, sdir, 0, jobs)
 
 
 def test_a_result_kept_beside_its_record_is_read_back_only_for_that_record(tree, tmp_path):
