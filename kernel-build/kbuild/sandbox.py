@@ -14,7 +14,7 @@ bubblewrap (Debian's bubblewrap):
   build dirs of the tree read-only; nothing else of the work dir, the
   results dir, /root or /home; a private /tmp;
 - a clean environment (the locale, PATH and kexpand's and Kbuild's own
-  variables);
+  variables; git told to trust its index by a file's mtime and size);
 - a time limit (coreutils timeout, on the whole process group) and a
   memory limit per process (RLIMIT_DATA, through prlimit).
 
