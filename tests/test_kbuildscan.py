@@ -2,8 +2,12 @@
 on its own, then bench/measure/kbuildscan.py on a copy of the fake kernel
 tree (tests/fakelinux), whose make runs the wrapper as Kbuild does. Real
 gcc, make and git."""
+import concurrent.futures
 import json
 import os
+import select
+import signal
+import sys
 import shutil
 import subprocess
 from pathlib import Path
@@ -249,8 +253,15 @@ def test_a_record_of_another_command_is_never_read_as_a_measurement(tree, monkey
     _forget_kept(sdir)
     alone = kbuildscan.collect(t, sdir, 0, 1)
     monkeypatch.setattr(kbuildscan, "POOL_MIN", 1)
+    pools = []
+
+    class Pool(concurrent.futures.ProcessPoolExecutor):
+        def __init__(self, *a, **k):
+            pools.append(a)
+            super().__init__(*a, **k)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Pool)
     _forget_kept(sdir)
-    assert kbuildscan.collect(t, sdir, 0, 2) == alone
+    assert kbuildscan.collect(t, sdir, 0, 2) == alone and pools     # (in a pool)
     rec = kbuildscan.record_path(sdir, "mm/compaction.o")
     data = json.loads(rec.read_text())
     rec.write_text(json.dumps(dict(data, argv=data["argv"] + ["-DOTHER"])))
@@ -361,3 +372,43 @@ def test_headers_cost_is_measured_on_the_scans_own_files(tree, tmp_path):
     inc = [json.dumps(v, separators=(",", ":")) for v in a["file_headers"].values()]
     assert c["record_bytes_per_file"] == round(sum(map(len, inc)) / 2)
     assert not list((tmp_path / "scratch").iterdir())
+
+
+def test_a_pool_worker_ends_with_kexpand_even_after_kill_9():
+    """kill -9 of kexpand leaves nobody to end the pool that makes scan
+    results: its workers end with it (PR_SET_PDEATHSIG), instead of waiting
+    on the pool's pipes for good. The worker announces itself, then blocks."""
+    repo = Path(__file__).resolve().parent.parent
+    r, w = os.pipe()
+    script = f"""
+import os, sys, time
+sys.path[:0] = [{str(repo)!r}, {str(repo / "kernel-build")!r}]
+from bench.measure import kbuildscan
+kbuildscan.POOL_MIN = 1
+def made(item, data):
+    os.write({w}, f"{{os.getpid()}}\\n".encode())
+    time.sleep(3600)
+kbuildscan._made = made
+kbuildscan._made_all([("a.c", [], "/nonexistent", None, None)] * 2, 2)
+"""
+    parent = subprocess.Popen([sys.executable, "-c", script], pass_fds=[w])
+    os.close(w)
+    try:
+        said = os.read(r, 64)           # (b"" if it died first: no hang)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        os.close(r)
+    assert said, "the script died before its pool started"
+    worker = int(said.split()[0])       # (the other worker may have written too)
+    try:
+        pidfd = os.pidfd_open(worker)
+    except ProcessLookupError:
+        return                          # (ended already)
+    try:
+        ended, _, _ = select.select([pidfd], [], [], 60)
+        if not ended:
+            os.kill(worker, signal.SIGKILL)
+        assert ended, "a pool worker outlived kill -9 of its parent"
+    finally:
+        os.close(pidfd)

@@ -138,7 +138,7 @@ class Cache:
 
     def put_packed(self, key, value):
         """A large value (a scan's per-file header records: about 180 MB
-        as put() writes it for a defconfig point): compact JSON, gzip'd
+        as indented JSON for a defconfig point): compact JSON, gzip'd
         at level 1, in <key>.json.gz, about a sixth of that (level 6 saves
         a fifth more and takes three times as long: 1.8 s a defconfig
         point)."""

@@ -37,10 +37,12 @@ it), and a copy of the dir carries them: a later commit's scan reads
 back only the results of what Kbuild measured again."""
 import concurrent.futures
 import contextlib
+import ctypes
 import gc
 import hashlib
 import json
 import multiprocessing
+import os
 import platform
 import shlex
 import shutil
@@ -50,7 +52,7 @@ import time
 from pathlib import Path
 
 from kbuild import build, builddir, kcmd, mtimes, proc
-from kbuild.util import KexpandError, atomic_write, read_regular
+from kbuild.util import KexpandError, atomic_write, log, read_regular
 
 from . import scanfiles
 
@@ -164,31 +166,48 @@ _ITEMS = []     # what a pool's forked workers read (not sent through pipes)
 def _made_all(todo, jobs):
     """[(result, None) or (None, error)] of `todo`'s records, in order.
     In a pool of forked processes only where this process has no other
-    thread (a fork copies no thread, and a lock one held stays held)."""
-    items = [(rel, argv, path, data) for rel, argv, path, data, _stamp in todo]
+    thread (a fork copies no thread, and a lock one held stays held). A
+    worker reads its records again (kept in memory, a build's would all be
+    at once)."""
+    items = [(rel, argv, path, data is not None) for rel, argv, path, data, _stamp in todo]
     if jobs <= 1 or len(items) < POOL_MIN or threading.active_count() > 1:
-        return list(map(_made, items))
+        return [_made(x, data) for x, (*_, data, _stamp) in zip(items, todo)]
     _ITEMS[:] = items
     try:
         with concurrent.futures.ProcessPoolExecutor(
                 jobs, mp_context=multiprocessing.get_context("fork"),
-                initializer=_worker_start) as ex:
+                initializer=_worker_start, initargs=(os.getpid(),)) as ex:
             return list(ex.map(_made_at, range(len(items)),
                                chunksize=max(1, len(items) // (jobs * 8))))
+    except concurrent.futures.process.BrokenProcessPool as e:     # (the OOM killer)
+        log(f"warning: a process making scan results died ({e}); making them here")
+        return [_made(x, data) for x, (*_, data, _stamp) in zip(items, todo)]
     finally:
         _ITEMS.clear()
 
 
-def _worker_start():
-    signal.signal(signal.SIGINT, signal.SIG_IGN)    # kexpand's main process handles it
+PR_SET_PDEATHSIG = 1
+
+
+def _worker_start(parent):
+    """Signals are kexpand's main process's to handle (it ends the pool);
+    a worker ends with it even when kill -9 leaves nobody to say so (it
+    would wait on the pool's pipes for good, holding the work dir's lock
+    it shares with its parent since the fork)."""
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_IGN)
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:          # (it died before prctl)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _made_at(i):
-    return _made(_ITEMS[i])
+    path, had = _ITEMS[i][2:]
+    return _made(_ITEMS[i], read_regular(path) if had else None)
 
 
-def _made(item):
-    rel, argv, path, data = item
+def _made(item, data):
+    rel, argv, path, _had = item
     try:
         return result(_parse(path, rel, argv, data)), None
     except KexpandError as e:
