@@ -385,7 +385,7 @@ import os, sys, time
 sys.path[:0] = [{str(repo)!r}, {str(repo / "kernel-build")!r}]
 from bench.measure import kbuildscan
 kbuildscan.POOL_MIN = 1
-def made(item, data):
+def made(*_):
     os.write({w}, f"{{os.getpid()}}\\n".encode())
     time.sleep(3600)
 kbuildscan._made = made

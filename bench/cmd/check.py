@@ -186,8 +186,8 @@ class Side:
         whole["headers"] = sc.header_changes(
             self.scan_base, self.scan_tip,
             lambda: scanfiles.file_headers(cache, cache.scan_key(self.at)),
-            self.inc_tip if self.inc_tip is not None else
-            lambda: scanfiles.file_headers(cache, self.key))
+            lambda: self.inc_tip if self.inc_tip is not None else
+            scanfiles.file_headers(cache, self.key))
         regs = self.regs = [r for r in rows if r["verdict"] == "regression"]
         whole["leads"] = sc.leads(whole, regs)
         self.better = [r for r in rows if r["verdict"] == "improvement"]

@@ -157,8 +157,8 @@ def collect(tree, bdir, since, jobs=1):
     return files, measured
 
 
-# fewer results than this are made in this process (a pool costs about
-# 0.1 s to start)
+# fewer results than this are made in this process (a pool forks a
+# process per job and sends every result back through a pipe)
 POOL_MIN = 200
 _ITEMS = []     # what a pool's forked workers read (not sent through pipes)
 
@@ -169,19 +169,20 @@ def _made_all(todo, jobs):
     thread (a fork copies no thread, and a lock one held stays held). A
     worker reads its records again (kept in memory, a build's would all be
     at once)."""
-    items = [(rel, argv, path, data is not None) for rel, argv, path, data, _stamp in todo]
-    if jobs <= 1 or len(items) < POOL_MIN or threading.active_count() > 1:
-        return [_made(x, data) for x, (*_, data, _stamp) in zip(items, todo)]
-    _ITEMS[:] = items
+    def here():
+        return [_made(rel, argv, path, data) for rel, argv, path, data, _stamp in todo]
+    if jobs <= 1 or len(todo) < POOL_MIN or threading.active_count() > 1:
+        return here()
+    _ITEMS[:] = [(rel, argv, path, data is not None) for rel, argv, path, data, _ in todo]
     try:
         with concurrent.futures.ProcessPoolExecutor(
                 jobs, mp_context=multiprocessing.get_context("fork"),
                 initializer=_worker_start, initargs=(os.getpid(),)) as ex:
-            return list(ex.map(_made_at, range(len(items)),
-                               chunksize=max(1, len(items) // (jobs * 8))))
+            return list(ex.map(_made_at, range(len(todo)),
+                               chunksize=max(1, len(todo) // (jobs * 8))))
     except concurrent.futures.process.BrokenProcessPool as e:     # (the OOM killer)
         log(f"warning: a process making scan results died ({e}); making them here")
-        return [_made(x, data) for x, (*_, data, _stamp) in zip(items, todo)]
+        return here()
     finally:
         _ITEMS.clear()
 
@@ -202,12 +203,11 @@ def _worker_start(parent):
 
 
 def _made_at(i):
-    path, had = _ITEMS[i][2:]
-    return _made(_ITEMS[i], read_regular(path) if had else None)
+    rel, argv, path, had = _ITEMS[i]
+    return _made(rel, argv, path, read_regular(path) if had else None)
 
 
-def _made(item, data):
-    rel, argv, path, _had = item
+def _made(rel, argv, path, data):
     try:
         return result(_parse(path, rel, argv, data)), None
     except KexpandError as e:

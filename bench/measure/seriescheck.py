@@ -79,17 +79,16 @@ def header_changes(scan_base, scan_tip, inc_base, inc_tip, top=10):
     most, how that growth is spread over the files (from the scans'
     per-file records): how many files changed, the median change per file,
     and the file where it grew most. None for scans without headers.
-    inc_base, inc_tip: the per-file records, or functions that read them
-    (only called when a header grew: a defconfig scan's take about a
-    second to read)."""
+    inc_base, inc_tip: functions giving the per-file records (only
+    called when a header grew: a defconfig scan's take about a second to
+    read)."""
     ha, hb = scan_base.get("headers"), scan_tip.get("headers")
     if not ha or not hb:
         return None
     d = headerbuild.diff(ha, hb, top=top)
     out = {"headers": d["headers"], "edges": d["edges"], "top": None}
     grown = headerbuild.top_growth(ha, hb, n=1)
-    if grown:
-        inc_base, inc_tip = (x() if callable(x) else x for x in (inc_base, inc_tip))
+    inc_base, inc_tip = (inc_base(), inc_tip()) if grown else (None, None)
     # the spread over files: only files at both sides (a new file's
     # bytes are not growth), only where both sides' records are there
     if grown and inc_tip and inc_base:

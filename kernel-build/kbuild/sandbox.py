@@ -163,17 +163,15 @@ def wrap(argv, bdir, *, cwd=None, rw=(), ro=(), env=None, seconds=None,
     # the name of the user kexpand runs as keeps the bytes of version.c
     if own_env:     # (a given environment, an instruction count's, stays as given)
         keep.setdefault("KBUILD_BUILD_USER", _user())
+        # inside, the tree's files belong to the sandbox's uid, not to the
+        # one git's index recorded: git (Kbuild's setlocalversion, at every
+        # make) would read the whole tree again to compare, 3-5 s; the
+        # mtime and size still tell a changed file
+        keep["GIT_CONFIG_COUNT"] = str(len(GIT_CONFIG))
+        for i, (k, v) in enumerate(GIT_CONFIG.items()):
+            keep[f"GIT_CONFIG_KEY_{i}"], keep[f"GIT_CONFIG_VALUE_{i}"] = k, v
     for k, v in sorted(keep.items()):
         a += ["--setenv", k, v]
-    # inside, the tree's files belong to the sandbox's uid, not to the one
-    # git's index recorded: git (Kbuild's setlocalversion, at every make)
-    # would read the whole tree again to compare, 3-5 s; the mtime and size
-    # still tell a changed file. (Not in a given environment: an
-    # instruction count's moves with the environment's size.)
-    for i, (k, v) in enumerate(GIT_CONFIG.items() if own_env else ()):
-        a += ["--setenv", f"GIT_CONFIG_KEY_{i}", k, "--setenv", f"GIT_CONFIG_VALUE_{i}", v]
-    if own_env:
-        a += ["--setenv", "GIT_CONFIG_COUNT", str(len(GIT_CONFIG))]
     a += ["--", "timeout", "-k", "10", str(int(seconds or LIMIT_S)),
           "prlimit", f"--data={int(data or LIMIT_DATA)}", "--", *map(str, argv)]
     return a
