@@ -1,8 +1,8 @@
 """Interrupted at any stage, a run leaves a state the next run resumes
 from (issue 22, section 1): SIGTERM to make (what `timeout make ...` and
 CI runners send), SIGINT or SIGTERM to make's process group (Ctrl-C),
-and kill -9 of kexpand itself, while it unpacks the tarball (tar), checks
-out a commit (git) or builds (make). The fake kernel tree, real make and
+and kill -9 of kexpand itself, while it unpacks the tarball (git
+fast-import), checks out a commit (git checkout) or builds (make). The fake kernel tree, real make and
 real git.
 
 No test here races: the stage under test announces that it is blocked
@@ -18,27 +18,28 @@ import pytest
 
 from test_faults import REPO, fake  # noqa: F401
 
-STAGES = ("tar", "git", "make")
+STAGES = ("unpack", "checkout", "make")
 SIGNALS = ("make-term", "group-int", "group-term", "kill-9")
 
 SHIM = """#!/bin/sh
-# stand-in for {tool}: blocks once at the stage under test, then runs it
+# stand-in for {tool}: blocks once at the stage under test ({stage}), then runs it
 block=
 for a in "$@"; do case "$a" in {match}) block=1;; esac; done
-if [ -n "$block" ] && mkdir "$FAKE_BLOCK/{tool}.once" 2>/dev/null; then
+if [ -n "$block" ] && mkdir "$FAKE_BLOCK/{stage}.once" 2>/dev/null; then
   if [ -n "$FAKE_PARTIAL" ] && [ "$1" = -C ]; then
     # what a killed checkout leaves: a lock and a half-rewritten file
     : > "$2/.git/index.lock"; echo half >> "$2/include/linux/minmax.h"
   fi
-  touch "$FAKE_BLOCK/blocked-{tool}"
+  touch "$FAKE_BLOCK/blocked-{stage}"
   cat "$FAKE_BLOCK/fifo" > /dev/null
   {real} "$@"; rc=$?
-  echo "$rc" >> "$FAKE_BLOCK/{tool}.log"      # the blocked run's own end
+  echo "$rc" >> "$FAKE_BLOCK/{stage}.log"      # the blocked run's own end
   exit $rc
 fi
 exec {real} "$@"
 """
-MATCH = {"tar": "-xf", "git": "checkout", "make": "-"}
+# the stand-in of each stage: the tool, and the argument that marks the stage
+SHIMS = {"unpack": ("git", "fast-import"), "checkout": ("git", "checkout")}
 
 
 def tagged(work):
@@ -144,12 +145,12 @@ def rig(fake, tmp_path):  # noqa: F811
     block.mkdir()
     os.mkfifo(block / "fifo")
     shims = tmp_path / "shims"
-    for tool in ("tar", "git"):
+    for stage, (tool, match) in SHIMS.items():
         real = subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True,
                               text=True, check=True).stdout.strip()
-        (shims / tool).mkdir(parents=True)
-        s = shims / tool / tool
-        s.write_text(SHIM.format(tool=tool, real=real, match=MATCH[tool]))
+        (shims / stage).mkdir(parents=True)
+        s = shims / stage / tool
+        s.write_text(SHIM.format(tool=tool, stage=stage, real=real, match=match))
         s.chmod(0o755)
     return base, env, block, shims
 
@@ -167,7 +168,7 @@ def test_interrupt_at_any_stage_then_resume(rig, stage, how):
     work = base / "work"
     run_env = dict(env, FAKE_BLOCK=str(block), KEXPAND_SANDBOX_RW=str(block),
                    PATH=f"{shims / stage}:{env['PATH']}")
-    if how == "kill-9" and stage == "git":
+    if how == "kill-9" and stage == "checkout":
         run_env["FAKE_PARTIAL"] = "1"
     proc = make_compare(run_env)
     wait_for(block / f"blocked-{stage}", proc, stage)
@@ -188,7 +189,7 @@ def test_interrupt_at_any_stage_then_resume(rig, stage, how):
         signal_group(proc.pid, sig)
     else:
         os.kill(py, sig)
-    if stage == "git" and how != "kill-9":
+    if stage == "checkout" and how != "kill-9":
         # git is never killed half-way: kexpand waits for it to finish
         t0 = time.monotonic()
         while not delivered(py, sig):
@@ -198,7 +199,7 @@ def test_interrupt_at_any_stage_then_resume(rig, stage, how):
     o, e = proc.communicate(timeout=120)
     assert "Traceback" not in o + e
     if how == "kill-9":
-        # tar and git run outside the sandbox and outlive kexpand; the
+        # git runs outside the sandbox and outlives kexpand; the
         # sandboxed build dies with it (bwrap --die-with-parent), on its way
         # out as the signal lands: the next run finds it gone or ends it
         if stage != "make":
@@ -207,8 +208,8 @@ def test_interrupt_at_any_stage_then_resume(rig, stage, how):
         assert "interrupted; finished results are kept" in e, e
         assert tagged(work) == [], "a child outlived the interrupted run"
         assert (work / "lock").read_text() == ""
-        if stage == "git":
-            assert (block / "git.log").read_text().split() == ["0"], \
+        if stage == "checkout":
+            assert (block / "checkout.log").read_text().split() == ["0"], \
                 "the checkout was not allowed to finish"
 
     # the next run cleans up after the last one and finishes the work

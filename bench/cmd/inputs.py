@@ -62,7 +62,7 @@ def check_files_exist(tree, files, focus, commit=None, ref=None):
 
 def require_tools(compilers, timed, booting):
     """Fail before the long work starts when a tool is missing."""
-    need = ["git", "make", "tar"]
+    need = ["git", "make"]
     for cc in compilers:
         need += ["clang", "ld.lld"] if cc == "clang" else ["gcc"]
     if timed:

@@ -26,11 +26,17 @@ def git(tree, *args, check=True, env=None, what=None):
     """git -C tree ..., never killed half-way, without the system's or the
     user's git config (a core.autocrlf or a hook there would change what
     kexpand's own trees hold)."""
+    return run(["git", "-C", str(tree), *args], check=check, env=git_environ(env),
+               what=what or f"git {args[0]}", on_interrupt="finish")
+
+
+def git_environ(env=None):
+    """The environment of git in kexpand's trees: os.environ plus `env`,
+    without the system's or the user's config."""
     full = dict(os.environ, **(env or {}))
     full.setdefault("GIT_CONFIG_NOSYSTEM", "1")
     full.setdefault("GIT_CONFIG_GLOBAL", "/dev/null")
-    return run(["git", "-C", str(tree), *args], check=check, env=full,
-               what=what or f"git {args[0]}", on_interrupt="finish")
+    return full
 
 
 def is_clean(tree):

@@ -9,7 +9,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import gitops, mtimes, workdir
+from . import gitops, mtimes, tarimport, workdir
 from .gitops import git
 from .proc import run
 from .util import KexpandError, REPO, atomic_write, atomic_write_json, log, read_json
@@ -248,19 +248,16 @@ def unpack_base(tree, tarball):
     shutil.rmtree(tmp, ignore_errors=True)      # kexpand's own, from a killed run
     tmp.mkdir(parents=True)
     log(f"unpacking {tarball} into {tree}")
-    run(["tar", "-xf", str(tarball), "-C", str(tmp), "--strip-components=1"],
-        what="unpacking the kernel tarball")
     git(tmp, "init", "-q")
     atomic_write(gitops.git_dir(tmp) / TREE_MARK, "a tree kexpand unpacked\n")
     git(tmp, "config", "gc.auto", "0")
     git(tmp, "config", "core.abbrev", "12")
-    # Debian's top-level .gitignore ignores '/*' (and the kernel's ignores
-    # dot files): force-add, so the commit is the tarball, every file.
-    git(tmp, "add", "-A", "-f", ".")
+    # the commit is the tarball, every file (Debian's top-level .gitignore
+    # ignores '/*', the kernel's ignores dot files: none is left out)
     version = package_version()
-    git(tmp, "commit", "-q", "-m", f"{SOURCE_PACKAGE} {version} as packaged",
-        "-m", f"Unpacked unchanged from {tarball}.",
-        env=git_env("kexpand <kexpand@localhost>", BASE_DATE))
+    tarimport.commit_tarball(tmp, tarball, f"{SOURCE_PACKAGE} {version} as packaged\n\n"
+                             f"Unpacked unchanged from {tarball}.\n",
+                             "kexpand <kexpand@localhost>", BASE_DATE)
     untracked = git(tmp, "status", "--porcelain", "--ignored").stdout.strip()
     if untracked:
         raise KexpandError(f"unpacked tree not fully committed: "

@@ -9,7 +9,7 @@ lock that lets one run at a time use it.
   and never writes it.
 - A run that died (kill -9) can leave children behind: every child a run
   starts carries KEXPAND_RUN=<work dir hash>:<pid> in its environment (make,
-  the compilers, tar, git, QEMU inherit it). The next run that takes the
+  the compilers, git, QEMU inherit it). The next run that takes the
   lock kills the processes whose tag names this work directory and a pid
   that is no longer alive, then removes the dead run's half-made entries
   (an interrupted unpack) and lets series/trees repair their git trees."""
@@ -190,7 +190,7 @@ def leftovers(work):
 
 
 def kill_leftovers(work, wait_s=30.0):
-    """Kill what a dead run left running (kill -9 leaves tar, make, git,
+    """Kill what a dead run left running (kill -9 leaves git, make,
     QEMU); wait until they are gone, so none of them writes into what the
     new run is about to repair."""
     pids = leftovers(work)
