@@ -255,6 +255,29 @@ def test_the_pool_runs_what_a_job_returns_first_and_fails_only_its_file():
     assert failed == {"b": {"status": "error", "error": "b: no such command"}}
 
 
+def test_a_core_given_back_by_a_beside_joins_the_pool():
+    """make check's tip runs its long count beside the other jobs on
+    JOBS - 1 workers; when the count ends, its core joins the pool
+    (run_jobs' `more`). Two jobs that can only end together (a barrier of
+    two) end with one worker once `more` is set, and the Beside's join()
+    gives what its function raised."""
+    import threading
+    from kbuild.proc import Beside, run_jobs
+    from kbuild.util import KexpandError
+    both = threading.Barrier(2, timeout=60)
+
+    def meet():
+        both.wait()
+
+    def count():
+        raise KexpandError("the count broke", "infra")
+    beside = Beside(count, ())
+    run_jobs([(meet, ()), (meet, ())], 1, {}, more=beside.done)
+    assert not both.broken
+    with pytest.raises(KexpandError, match="the count broke"):
+        beside.join()
+
+
 def test_counts_do_not_see_the_environment_or_where_the_object_goes(tmp_path, monkeypatch):
     """A count is hermetic: a fixed environment, the object and the tools at
     paths of one length named by the command, PWD a link of one length. The

@@ -84,3 +84,54 @@ def test_the_gcc_wrapper_counts_the_same(programs, tmp_path):
                KX_ICOUNT_PLUGIN=str(icount.PLUGIN))
     subprocess.run([str(icount.WRAP), str(programs[2000])], env=env, check=True)
     assert icount.parse_counts(out.read_text()) == (10005, 1)
+
+
+def test_a_count_on_a_frozen_view_reads_the_tree_as_it_was(tmp_path, monkeypatch):
+    """cost.freeze copies what a compile reads (its -I dirs whole, its own
+    directory, the files its .cmd names), and a count run on that view
+    (sandbox.wrap's view) gives the count of the tree as it was, exactly,
+    after the tree changed: what lets the tip's long count go on while
+    make check visits the series' commits."""
+    from kbuild import kcmd
+    from bench.measure import cost
+    monkeypatch.setattr(icount, "source", lambda: ("qemu-tcg", "pinned by the test"))
+    tree, scratch = tmp_path / "tree", tmp_path / "scratch"
+    for p, text in {"include/linux/f.h": "static inline int f(int x) { return x * 3; }\n",
+                    "include/pre.h": "#define PRE 1\n",
+                    "include/unused/u.h": "#error never included\n",
+                    "kernel/local.h": "#define LOCAL 2\n",
+                    "kernel/a.c": '#include <linux/f.h>\n#include "local.h"\n'
+                                  "int g(int y) { return f(y) + PRE + LOCAL; }\n",
+                    "Documentation/x.rst": "not read\n",
+                    "ks-test/include/generated/autoconf.h": "#define CONFIG_X 1\n"}.items():
+        (tree / p).parent.mkdir(parents=True, exist_ok=True)
+        (tree / p).write_text(text)
+    bdir = tree / "ks-test"
+    (bdir / "kernel").mkdir()
+    (bdir / "kernel/.a.o.cmd").write_text(
+        "cmd_kernel/a.o := gcc -Wp,-MMD,kernel/.a.o.d -frandom-seed=1 -nostdinc "
+        "-I../include -I./include -include ../include/pre.h -O2 -c -o kernel/a.o "
+        "../kernel/a.c\n\nsource_kernel/a.o := ../kernel/a.c\n\n"
+        "deps_kernel/a.o := \\\n  ../include/pre.h \\\n  ../include/linux/f.h \\\n"
+        "  ../kernel/local.h \\\n\nkernel/a.o: $(deps_kernel/a.o)\n")
+    scratch.mkdir()
+    argv = kcmd.object_command(kcmd.compile_command(bdir, "kernel/a.c"), str(scratch / "a.o"))
+
+    def counted(view=None):
+        return icount.count(argv, bdir, "gcc", rw=[scratch], view=view)["instructions"]
+
+    before = counted()
+    view = cost.freeze(bdir, "kernel/a.c", tmp_path / "view")
+    assert sorted(str(p.relative_to(view)) for p in view.rglob("*") if p.is_file()) == [
+        "include/linux/f.h", "include/pre.h", "include/unused/u.h", "kernel/a.c",
+        "kernel/local.h", "ks-test/include/generated/autoconf.h"]
+    assert (view / "ks-test").is_dir()        # the count runs there
+    # the tree moves on: a heavier f(), another LOCAL
+    (tree / "include/linux/f.h").write_text(
+        "static inline int f(int x) { int s = 0; for (int i = 0; i < x; i++) "
+        "s += i * x ^ (s >> 3); return s * 3 + x; }\n" * 1)
+    (tree / "kernel/local.h").write_text("#define LOCAL (PRE + 40)\n")
+    after = counted()
+    assert after != before
+    assert counted(view) == before
+    assert counted() == after

@@ -5,13 +5,17 @@ file the macros (gcc: own bytes at base and tip; clang: inclusive bytes
 and the top expansion stack at the tip) and the instruction count of -c
 at base and tip for the worst few. Every compiler's work at a commit is
 done in one visit (tip, the series' commits from the last to the first,
-base), JOBS jobs at a time."""
-from kbuild import build, builddir, kcmd, series
+base), JOBS jobs at a time; the tip's longest job, the worst file's count,
+goes on beside the later visits on a frozen copy of what it reads."""
+import shutil
+import threading
+
+from kbuild import build, builddir, kcmd, sandbox, series, workdir
 from kbuild.gitops import git
-from kbuild.proc import run_jobs
+from kbuild.proc import Beside, run_jobs
 from kbuild.util import KexpandError, log
 
-from ..measure import macros
+from ..measure import cost, macros
 from ..measure import seriescheck as sc
 from ..measure.cache import At
 from ..measure.expansion import measure_file, statement
@@ -54,7 +58,10 @@ def explain(req, case, tree, commits, sides):
                       (req, side.cache, side.at.moved(tip), side.tipdir.dir),
                       (worst["file"], worst, req, case, tree, tip, side.cache)
                       if side.stacks and side.cc == "gcc" else None)
-    _run(req, jobs)
+    beside, frozen = _count_beside(req, jobs) or (None, None)
+    _run(req, jobs, req.jobs - bool(beside), beside and beside.done)
+    while frozen and not frozen.wait(0.5):     # the tree stays at the tip until then
+        pass
 
     # every commit of the series: which patch grew each file
     steps = sc.per_patch(req, [(s.tipdir, [r["file"] for r in s.explained]) for s in sides],
@@ -76,7 +83,9 @@ def explain(req, case, tree, commits, sides):
         jobs += _jobs(req, worst, regs[:sc.COUNT_TOP], "base",
                       (req, side.cache, side.at, side.tipdir.base_dir))
         _add_text(tree, base, regs, "base")
-    _run(req, jobs)
+    _run(req, jobs, req.jobs - bool(beside), beside and beside.done)
+    if beside:
+        beside.join()
     for side in sides:
         worst = side.explained[0]
         if side.cc == "gcc" and not req.no_macros and \
@@ -116,24 +125,69 @@ def expansion(row, side, bdir):
             "hot_lines": row.get(f"hot_lines_{side}") or []}, None
 
 
-def _run(req, ranked):
-    """Run (rank, job)s, the lowest rank first, JOBS at a time."""
+def _run(req, ranked, jobs, more=None):
+    """Run (rank, job)s, the lowest rank first, `jobs` at a time, one more
+    once `more` is set."""
     failed = {}
     with req.split.timed("expansion, macros, counts"):
-        run_jobs([j for _, j in sorted(ranked, key=lambda x: x[0])], req.jobs, failed)
+        run_jobs([j for _, j in sorted(ranked, key=lambda x: x[0])], jobs, failed, more)
     for f, e in failed.items():        # recorded where the job keeps its result
         log(f"warning: {f}: {e['error']}")
 
 
-def _count(f, row, side, req, cache, at, bdir):
-    """-c instructions of a file at one side (cached)."""
+def _count_beside(req, ranked):
+    """The longest job of the tip, its worst file's -c count under QEMU
+    (a minute, where the other jobs take seconds), taken out of `ranked`
+    and run in a thread of its own on a frozen copy of what it reads
+    (cost.freeze), so that the series' commits and the base are visited
+    while it counts: (the Beside, an event set once the tree may move
+    on). None (the job left in `ranked`) with one job at a time, without
+    the sandbox, or when the count is cached."""
+    i = next((k for k, (_r, (fn, _a)) in enumerate(ranked) if fn is _count), None)
+    if req.jobs < 2 or i is None or not sandbox.enabled():
+        return None
+    f, row, side, _req, cache, at, bdir = ranked[i][1][1]
+    if sc.count_cached(req, cache, at, row["file"]):
+        return None
+    del ranked[i]
+    view = workdir.scratch(cache.work) / f"view-{at.commit[:12]}-{at.cc}"
+    shutil.rmtree(view, ignore_errors=True)
+    req.progress.say(f"  {row['file']}'s count goes on beside the rest, on a copy of "
+                     "what it reads")
+    frozen = threading.Event()
+    return Beside(_count_frozen, (frozen, view, f, row, side, req, cache, at, bdir)), frozen
+
+
+def _count_frozen(frozen, view, f, row, side, req, cache, at, bdir):
+    """_count on a copy of what the count reads, made first (`frozen` is
+    set once it is made, or failed), removed after."""
+    try:
+        try:
+            cost.freeze(bdir, row["file"], view)
+        finally:
+            frozen.set()
+        _count(f, row, side, req, cache, at, bdir, view)
+    except KexpandError as e:
+        if e.klass == "infra":
+            raise
+        _counted(row, side, {"instructions": None, "instructions_note": str(e)[:300]})
+    finally:
+        shutil.rmtree(view, ignore_errors=True)
+
+
+def _count(f, row, side, req, cache, at, bdir, view=None):
+    """-c instructions of a file at one side (cached; view: count_one's)."""
     req.progress.say(f"  counting instructions of {row['file']} (-c, {side}, {at.cc})")
     try:
-        c = sc.count_c(req, cache, at, bdir, row["file"])
+        c = sc.count_c(req, cache, at, bdir, row["file"], view)
     except KexpandError as e:
         if e.klass == "infra":
             raise
         c = {"instructions": None, "instructions_note": str(e)[:300]}
+    _counted(row, side, c)
+
+
+def _counted(row, side, c):
     row.setdefault("instructions", {})[side] = {
         k: c.get(k) for k in ("instructions", "instructions_source", "count_s",
                               "instructions_note") if k in c}

@@ -19,9 +19,12 @@ Each file's time_E / time_c entry: the timing summary (median_s, ...,
 cpu_median_s, samples, hyperfine, interleaved) plus `instructions`,
 `instructions_source`, `count_s`, `count_slowdown` or, when not counted,
 `instructions` None and `instructions_note` saying why."""
+import os
 import shlex
+import shutil
+from pathlib import Path
 
-from kbuild import build, kcmd, series, workdir
+from kbuild import build, kcmd, sandbox, series, workdir
 from kbuild.util import KexpandError, log
 
 from . import icount, timing
@@ -142,18 +145,19 @@ def count_plan(req, cache, at, f, kind, estimate):
     return "count", key
 
 
-def count_one(cache, key, bdir, f, cc, kind, estimate_s=None):
+def count_one(cache, key, bdir, f, cc, kind, estimate_s=None, view=None):
     """Count f's `kind` command in bdir (its commit checked out); cached.
     A command that fails, or a count that reaches its time limit
     (icount.count_limit of `estimate_s`, the CPU seconds of f's -E in the
     expansion run; None, as for a -c counted beside its expansion: the
     floor), is recorded as not counted and not cached; a counter that does
-    not work is an infra error."""
+    not work is an infra error. view: a frozen copy of what the command
+    reads (freeze), for a count while the tree moves on."""
     scratch = workdir.scratch(cache.work)
     scratch.mkdir(parents=True, exist_ok=True)
     try:
         c = icount.count(commands(bdir, f, cc, scratch)[kind], bdir, cc,
-                         timeout=icount.count_limit(estimate_s), rw=[scratch])
+                         timeout=icount.count_limit(estimate_s), rw=[scratch], view=view)
     except KexpandError as e:
         if e.klass == "infra" and not isinstance(e, timing.TimedOut):
             raise
@@ -161,6 +165,42 @@ def count_one(cache, key, bdir, f, cc, kind, estimate_s=None):
                 "instructions_note": str(e)[:300]}
     cache.put(key, c)
     return c
+
+
+INCLUDE_DIRS = ("-I", "-isystem", "-iquote", "-idirafter")
+INCLUDE_FILES = ("-include", "-imacros")
+
+
+def freeze(bdir, f, dest):
+    """A copy, in `dest`, of what f's compile in bdir can read of its tree,
+    laid out as in the tree (sandbox.wrap's view): the directories the
+    command searches, whole (a header is found, missed or probed with
+    __has_include as in the tree), f's own directory, and every file its
+    .cmd names. The count of that command then reads, instruction for
+    instruction, what it would read in the tree, while the tree moves on
+    to other commits."""
+    bdir = Path(bdir).resolve()
+    tree = sandbox.tree_of(bdir)
+    argv = kcmd.compile_command(bdir, f)
+    dirs, files = set(), set(kcmd.dependencies(kcmd.cmd_file(bdir, f)) or ())
+    for i, a in enumerate(argv[:-1]):
+        for opt in INCLUDE_DIRS + INCLUDE_FILES:
+            if a == opt or (a.startswith(opt) and opt in INCLUDE_DIRS and len(a) > len(opt)):
+                v = argv[i + 1] if a == opt else a[len(opt):]
+                (dirs if opt in INCLUDE_DIRS else files).add(v)
+    source = Path(os.path.normpath(bdir / argv[-1]))
+    dirs = {Path(os.path.normpath(bdir / d)) for d in dirs}
+    dirs = {d for d in dirs if d.is_relative_to(tree) and d.is_dir()}
+    for d in sorted(dirs):
+        if not any(d != o and d.is_relative_to(o) for o in dirs):
+            shutil.copytree(d, dest / d.relative_to(tree), symlinks=True, dirs_exist_ok=True)
+    near = [p for p in source.parent.iterdir() if p.is_file()] if source.parent.is_dir() else []
+    for p in [*near, *(Path(os.path.normpath(bdir / x)) for x in files)]:
+        if p.is_relative_to(tree) and p.is_file() and not any(p.is_relative_to(d) for d in dirs):
+            (dest / p.relative_to(tree)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(p, dest / p.relative_to(tree), follow_symlinks=False)
+    (dest / bdir.relative_to(tree)).mkdir(parents=True, exist_ok=True)
+    return dest
 
 
 def add_counts(entry, counts):

@@ -172,13 +172,14 @@ def hermetic(argv, tmp):
     return out
 
 
-def count(argv, cwd, cc, timeout=None, rw=()):
+def count(argv, cwd, cc, timeout=None, rw=(), view=None):
     """Count the instructions of argv (run from cwd). Returns
     {"instructions", "instructions_source", "count_s", "processes"}; the
     command must succeed. timeout: a timing.Limit, or seconds; None:
     count_limit() of an unknown estimate. A count that reaches it is
     killed with its process group: TimedOut. It runs in the sandbox of
-    build dir cwd (rw: where the command writes besides)."""
+    build dir cwd (rw: where the command writes besides; view: the
+    tree's files it reads, frozen: sandbox.wrap)."""
     src, why = source()
     if src is None:
         raise KexpandError(f"no instruction counter: {why}", "infra")
@@ -221,7 +222,7 @@ def count(argv, cwd, cc, timeout=None, rw=()):
                        KX_ICOUNT_PLUGIN=str(plugin))
         t0 = time.monotonic()
         try:
-            box = sandbox.wrap(cmd, cwd, env=env, rw=[tmp, *rw],
+            box = sandbox.wrap(cmd, cwd, env=env, rw=[tmp, *rw], view=view,
                                ro=[Path(cmd[2]).parent] if src != "perf" else ())
             p = run(box, cwd=cwd, check=False, env=env, timeout=timeout.seconds,
                     what="instruction count")

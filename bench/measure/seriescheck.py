@@ -217,10 +217,17 @@ def grew_most(base_bytes, steps, tip_bytes, patches):
     return best, out
 
 
-def count_c(req, cache, at, bdir, f):
-    """The instruction count of f's -c at one side (`at`: cache.At; cached)."""
+def count_c(req, cache, at, bdir, f, view=None):
+    """The instruction count of f's -c at one side (`at`: cache.At; cached;
+    view: cost.count_one's)."""
     what, v = cost.count_plan(req, cache, at, f, "time_c", 0)
     if what == "have":
         return v
-    return cost.count_one(cache, v, bdir, f, at.cc, "time_c")
+    return cost.count_one(cache, v, bdir, f, at.cc, "time_c", view=view)
+
+
+def count_cached(req, cache, at, f):
+    """Whether f's -c count at one side needs no count (cached, or not to
+    be counted)."""
+    return cost.count_plan(req, cache, at, f, "time_c", 0)[0] == "have"
 

@@ -271,8 +271,40 @@ def missing_tool(name):
 
 
 
-def run_jobs(work, jobs, failed):
-    """Run [(function, file, ...)] `jobs` at a time. What a job returns,
+class Beside(threading.Thread):
+    """fn(*args) in a thread of its own, started at once, beside the
+    caller's work (`done` is set when it ends: run_jobs' `more`). join()
+    waits for it and raises what it raised; an interrupt while waiting
+    kills its children (kill_all) first."""
+
+    def __init__(self, fn, args):
+        super().__init__(daemon=True)
+        self.fn, self.args, self.error = fn, args, None
+        self.done = threading.Event()
+        self.start()
+
+    def run(self):
+        try:
+            self.fn(*self.args)
+        except BaseException as e:      # noqa: B902  raised again by join()
+            self.error = e
+        finally:
+            self.done.set()
+
+    def join(self, timeout=None):
+        try:
+            while self.is_alive():
+                super().join(0.5)
+        except BaseException:
+            kill_all()
+            raise
+        if self.error is not None:
+            raise self.error
+
+
+def run_jobs(work, jobs, failed, more=None):
+    """Run [(function, file, ...)] `jobs` at a time, one more once the
+    event `more` is set (a core that a Beside gave back). What a job returns,
     more [(function, args)], starts before anything still queued. A job's
     non-infra KexpandError fails its file (`failed[file]`, first argument);
     the first infra error or interrupt stops the queue, kills the children
@@ -317,9 +349,13 @@ def run_jobs(work, jobs, failed):
     for t in threads:
         t.start()
     try:
-        for t in threads:
-            while t.is_alive():
-                t.join(0.5)
+        while any(t.is_alive() for t in threads):
+            if more is not None and more.is_set():
+                more = None
+                threads.append(threading.Thread(target=worker, daemon=True))
+                threads[-1].start()
+            for t in threads:
+                t.join(0.2)
     except BaseException as e:       # Ctrl-C in the main thread
         stop(e)
         raise

@@ -96,7 +96,7 @@ def _git_objects(tree):
     return out[1:]
 
 
-def _tree_of(bdir):
+def tree_of(bdir):
     """The tree a build or scan dir belongs to (<tree>/kb-*, ks-*); any
     other dir is a tree of its own, with nothing writable in it but what
     rw names."""
@@ -126,28 +126,34 @@ def tree_file(bdir, rel):
 
 
 def wrap(argv, bdir, *, cwd=None, rw=(), ro=(), env=None, seconds=None,
-         data=None):
+         data=None, view=None):
     """argv as it runs in the sandbox for the tree of build dir `bdir`
     (writable; the tree's source and its other build dirs read-only).
     rw, ro: further paths (scratch dirs, a config file). env: the
     environment the command is to see (default: this process's),
     filtered. seconds, data: the limits (default LIMIT_S, LIMIT_DATA).
-    Unchanged when the sandbox is off."""
+    view: a copy of some of the tree's files (cost.freeze), seen
+    read-only in the tree's place, build dir included: the command reads
+    them as they were while the tree moves on to other commits.
+    Unchanged when the sandbox is off (a view then needs the sandbox)."""
     own_env = env is None
     env = dict(os.environ if env is None else env)
     if not enabled():
+        if view is not None:
+            raise KexpandError("a command on a frozen view of the tree runs only in "
+                               "the sandbox", "infra")
         return list(map(str, argv))
     bdir = Path(bdir).resolve()
-    tree = _tree_of(bdir)
+    tree = tree_of(bdir)
     cwd = Path(cwd).resolve() if cwd is not None else bdir
-    a = _system() + _path_dirs(env, tree) + ["--ro-bind", str(tree), str(tree)]
+    a = _system() + _path_dirs(env, tree) + ["--ro-bind", str(view or tree), str(tree)]
     for d in sorted(d for d in tree.iterdir() if d.name.startswith(BUILD_DIRS)):
-        if d.is_dir() and d != bdir:
+        if d.is_dir() and d != bdir and view is None:
             a += ["--ro-bind", str(d), str(d)]
-    if bdir != tree:
+    if bdir != tree and view is None:
         bdir.mkdir(parents=True, exist_ok=True)
         a += ["--bind", str(bdir), str(bdir)]
-    for p in (*_git_objects(tree), *OWN_RO, *ro):
+    for p in (*(_git_objects(tree) if view is None else ()), *OWN_RO, *ro):
         p = Path(p).resolve()
         if p.exists() and not p.is_relative_to(tree):
             a += ["--ro-bind", str(p), str(p)]
