@@ -94,6 +94,7 @@ def test_a_count_on_a_frozen_view_reads_the_tree_as_it_was(tmp_path, monkeypatch
     make check visits the series' commits."""
     from kbuild import kcmd
     from bench.measure import cost
+    from bench.measure.cache import Cache
     monkeypatch.setattr(icount, "source", lambda: ("qemu-tcg", "pinned by the test"))
     tree, scratch = tmp_path / "tree", tmp_path / "scratch"
     for p, text in {"include/linux/f.h": "static inline int f(int x) { return x * 3; }\n",
@@ -106,11 +107,14 @@ def test_a_count_on_a_frozen_view_reads_the_tree_as_it_was(tmp_path, monkeypatch
                     "ks-test/include/generated/autoconf.h": "#define CONFIG_X 1\n"}.items():
         (tree / p).parent.mkdir(parents=True, exist_ok=True)
         (tree / p).write_text(text)
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret/key.h").write_text("#define KEY 1\n")
+    (tree / "evil").symlink_to(tmp_path / "secret")      # a series' link out of the tree
     bdir = tree / "ks-test"
     (bdir / "kernel").mkdir()
     (bdir / "kernel/.a.o.cmd").write_text(
         "cmd_kernel/a.o := gcc -Wp,-MMD,kernel/.a.o.d -frandom-seed=1 -nostdinc "
-        "-I../include -I./include -include ../include/pre.h -O2 -c -o kernel/a.o "
+        "-I../include -I./include -I../evil -include ../include/pre.h -O2 -c -o kernel/a.o "
         "../kernel/a.c\n\nsource_kernel/a.o := ../kernel/a.c\n\n"
         "deps_kernel/a.o := \\\n  ../include/pre.h \\\n  ../include/linux/f.h \\\n"
         "  ../kernel/local.h \\\n\nkernel/a.o: $(deps_kernel/a.o)\n")
@@ -124,14 +128,19 @@ def test_a_count_on_a_frozen_view_reads_the_tree_as_it_was(tmp_path, monkeypatch
     view = cost.freeze(bdir, "kernel/a.c", tmp_path / "view")
     assert sorted(str(p.relative_to(view)) for p in view.rglob("*") if p.is_file()) == [
         "include/linux/f.h", "include/pre.h", "include/unused/u.h", "kernel/a.c",
-        "kernel/local.h", "ks-test/include/generated/autoconf.h"]
+        "kernel/local.h", "ks-test/include/generated/autoconf.h", "ks-test/kernel/.a.o.cmd"]
+    assert not (view / "evil").exists() and not list(view.rglob("key.h"))
     assert (view / "ks-test").is_dir()        # the count runs there
     # the tree moves on: a heavier f(), another LOCAL
     (tree / "include/linux/f.h").write_text(
         "static inline int f(int x) { int s = 0; for (int i = 0; i < x; i++) "
         "s += i * x ^ (s >> 3); return s * 3 + x; }\n" * 1)
     (tree / "kernel/local.h").write_text("#define LOCAL (PRE + 40)\n")
-    after = counted()
+    (bdir / "kernel/.a.o.cmd").write_text("cmd_kernel/a.o := gcc -O0 -c -o kernel/a.o x.c\n")
+    after = counted()           # the command as it was, on the tree as it is
     assert after != before
     assert counted(view) == before
-    assert counted() == after
+    # count_one reads the command from the view too (the build dir moved on)
+    c = cost.count_one(Cache(tmp_path / "work"), "k", bdir, "kernel/a.c", "gcc", "time_c",
+                       view=view)
+    assert c["instructions"] == before, c

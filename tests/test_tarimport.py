@@ -24,7 +24,8 @@ def member(t, name, data=b"", kind=tarfile.REGTYPE, mode=0o644, link=""):
 def tree_tarball(path):
     """What a kernel tarball holds: directories (one empty), a script,
     dot files, a .gitignore that ignores everything, symlinks, a hard
-    link, a file with a space, and binary data."""
+    link, a file with a space, a name that is not UTF-8, binary data, and
+    a path given twice (the later one wins, before another file)."""
     with tarfile.open(path, "w:xz") as t:
         member(t, "linux-source-6.1/", kind=tarfile.DIRTYPE, mode=0o755)
         member(t, "linux-source-6.1/.gitignore", b"/*\n.*\n")
@@ -41,6 +42,9 @@ def tree_tarball(path):
                link="linux-source-6.1/include/linux/minmax.h")
         member(t, "linux-source-6.1/Documentation/a name with spaces.rst", b"x\n")
         member(t, "linux-source-6.1/firmware.bin", bytes(range(256)) * 3)
+        member(t, "linux-source-6.1/caf\udce9.txt", b"latin-1\n")
+        member(t, "linux-source-6.1/Makefile", b"all: again\n")
+        member(t, "linux-source-6.1/Kconfig", b"menu\n")
 
 
 def commit_as_git_add_does(tarball, d):
@@ -74,7 +78,9 @@ def test_the_commit_is_the_one_git_add_makes_and_is_checked_out(tmp_path):
     assert (tree / "include/dt-bindings").readlink().as_posix() == "../scripts"
     assert (tree / "include/linux/same.h").read_bytes() == b"#define min(x, y) x\n"
     assert (tree / "firmware.bin").read_bytes() == bytes(range(256)) * 3
-    assert gitops.git(tree, "ls-files").stdout.count("\n") == 10
+    assert (tree / "Makefile").read_bytes() == b"all: again\n"
+    assert (tree / "Kconfig").read_bytes() == b"menu\n"
+    assert gitops.git(tree, "ls-files", "-z").stdout.count("\0") == 12
 
 
 @pytest.mark.parametrize("name, kind, link, says", [
@@ -84,6 +90,7 @@ def test_the_commit_is_the_one_git_add_makes_and_is_checked_out(tmp_path):
     ("linux-source-6.1/fifo", tarfile.FIFOTYPE, "", "neither a file"),
     ("linux-source-6.1/a", tarfile.LNKTYPE, "linux-source-6.1/later", "comes nowhere before"),
     ('linux-source-6.1/"quoted', tarfile.REGTYPE, "", "quoted"),
+    ("linux-source-6.1/sub/.git/config", tarfile.REGTYPE, "", "inside a .git"),
 ])
 def test_a_member_that_is_not_source_is_refused_by_name(tmp_path, name, kind, link, says):
     tarball = tmp_path / "t.tar.xz"

@@ -83,6 +83,15 @@ def explain(req, case, tree, commits, sides):
         jobs += _jobs(req, worst, regs[:sc.COUNT_TOP], "base",
                       (req, side.cache, side.at, side.tipdir.base_dir))
         _add_text(tree, base, regs, "base")
+    if beside:
+        if beside.done.is_set():
+            beside.join()       # its error, if any, before the base's work
+        # the base's count of the same file runs the same command, which
+        # takes turns with the tip's (icount's lock): last, not holding a
+        # worker the other jobs could use
+        held = beside.args[2]
+        jobs = [(9 if fn is _count and args[0] == held else r, (fn, args))
+                for r, (fn, args) in jobs]
     _run(req, jobs, req.jobs - bool(beside), beside and beside.done)
     if beside:
         beside.join()

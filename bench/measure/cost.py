@@ -156,7 +156,8 @@ def count_one(cache, key, bdir, f, cc, kind, estimate_s=None, view=None):
     scratch = workdir.scratch(cache.work)
     scratch.mkdir(parents=True, exist_ok=True)
     try:
-        c = icount.count(commands(bdir, f, cc, scratch)[kind], bdir, cc,
+        argv = commands(bdir if view is None else in_view(bdir, view), f, cc, scratch)[kind]
+        c = icount.count(argv, bdir, cc,
                          timeout=icount.count_limit(estimate_s), rw=[scratch], view=view)
     except KexpandError as e:
         if e.klass == "infra" and not isinstance(e, timing.TimedOut):
@@ -175,32 +176,45 @@ def freeze(bdir, f, dest):
     """A copy, in `dest`, of what f's compile in bdir can read of its tree,
     laid out as in the tree (sandbox.wrap's view): the directories the
     command searches, whole (a header is found, missed or probed with
-    __has_include as in the tree), f's own directory, and every file its
-    .cmd names. The count of that command then reads, instruction for
-    instruction, what it would read in the tree, while the tree moves on
-    to other commits."""
+    __has_include as in the tree), f's own directory, every file its .cmd
+    names, and the .cmd itself (count_one reads the command there: the
+    build dir moves on too). Nothing whose real path leaves the tree is
+    copied: a link out of it stays a link, dangling in the sandbox as it
+    does in the tree. The count of that command then reads, instruction
+    for instruction, what it would read in the tree."""
     bdir = Path(bdir).resolve()
     tree = sandbox.tree_of(bdir)
+    cmd = kcmd.cmd_file(bdir, f)
     argv = kcmd.compile_command(bdir, f)
-    dirs, files = set(), set(kcmd.dependencies(kcmd.cmd_file(bdir, f)) or ())
+    dirs, files = set(), {str(cmd), *(kcmd.dependencies(cmd) or ())}
     for i, a in enumerate(argv[:-1]):
         for opt in INCLUDE_DIRS + INCLUDE_FILES:
             if a == opt or (a.startswith(opt) and opt in INCLUDE_DIRS and len(a) > len(opt)):
                 v = argv[i + 1] if a == opt else a[len(opt):]
                 (dirs if opt in INCLUDE_DIRS else files).add(v)
+
+    def inside(p):
+        return p.is_relative_to(tree) and Path(os.path.realpath(p)).is_relative_to(tree)
     source = Path(os.path.normpath(bdir / argv[-1]))
     dirs = {Path(os.path.normpath(bdir / d)) for d in dirs}
-    dirs = {d for d in dirs if d.is_relative_to(tree) and d.is_dir()}
+    dirs = {d for d in dirs if inside(d) and d.is_dir()}
     for d in sorted(dirs):
         if not any(d != o and d.is_relative_to(o) for o in dirs):
             shutil.copytree(d, dest / d.relative_to(tree), symlinks=True, dirs_exist_ok=True)
-    near = [p for p in source.parent.iterdir() if p.is_file()] if source.parent.is_dir() else []
+    near = [p for p in source.parent.iterdir()] if inside(source.parent) else []
     for p in [*near, *(Path(os.path.normpath(bdir / x)) for x in files)]:
-        if p.is_relative_to(tree) and p.is_file() and not any(p.is_relative_to(d) for d in dirs):
+        if p.is_relative_to(tree) and (p.is_symlink() or inside(p) and p.is_file()) \
+                and not any(p.is_relative_to(d) for d in dirs):
             (dest / p.relative_to(tree)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(p, dest / p.relative_to(tree), follow_symlinks=False)
     (dest / bdir.relative_to(tree)).mkdir(parents=True, exist_ok=True)
     return dest
+
+
+def in_view(bdir, view):
+    """Where build dir `bdir` is in `view` (cost.freeze's copy)."""
+    bdir = Path(bdir).resolve()
+    return Path(view) / bdir.relative_to(sandbox.tree_of(bdir))
 
 
 def add_counts(entry, counts):

@@ -32,6 +32,9 @@ def _path(name):
     if norm.startswith("/") or norm == ".." or norm.startswith("../") or "\n" in norm:
         raise KexpandError(f"tarball member {name!r} is outside the tree")
     _top, _, rest = norm.partition("/")
+    if ".git" in rest.split("/"):
+        raise KexpandError(f"tarball member {name!r} is inside a .git directory: "
+                           "not a source tarball")
     if rest.startswith('"'):
         raise KexpandError(f"tarball member {name!r}: a path git fast-import would "
                            "read as quoted")
@@ -40,7 +43,7 @@ def _path(name):
 
 def _stream(tf, out):
     """Write every file of the tarball as a blob; [(mode, mark, path)]."""
-    files, marks = [], {}
+    files, marks, n = [], {}, 0
     for m in tf:
         path = _path(m.name)
         if not path or m.isdir():
@@ -48,7 +51,7 @@ def _stream(tf, out):
         if m.isreg():
             data, mode = tf.extractfile(m).read(), "100755" if m.mode & 0o100 else "100644"
         elif m.issym():
-            data, mode = m.linkname.encode(), "120000"
+            data, mode = m.linkname.encode(errors="surrogateescape"), "120000"
         elif m.islnk():         # a hard link: the same content as its target
             target = marks.get(_path(m.linkname))
             if target is None:
@@ -60,7 +63,8 @@ def _stream(tf, out):
         else:
             raise KexpandError(f"tarball member {m.name!r} is neither a file, a "
                                "directory nor a link: not a source tarball")
-        mark = len(marks) + 1
+        n += 1          # a path given twice: the later one wins, as with tar -x
+        mark = n
         out.write(b"blob\nmark :%d\ndata %d\n" % (mark, len(data)))
         out.write(data)
         out.write(b"\n")
@@ -93,8 +97,8 @@ def commit_tarball(repo, tarball, message, ident, date):
                 who = _who(ident, date)
                 fi.stdin.write(f"commit {head}\nauthor {who}\ncommitter {who}\n"
                                f"data {len(msg)}\n".encode() + msg + b"\n")
-                fi.stdin.write("".join(f"M {mode} :{mark} {path}\n"
-                                       for mode, mark, path in files).encode())
+                fi.stdin.write("".join(f"M {mode} :{mark} {path}\n" for mode, mark, path
+                                       in files).encode(errors="surrogateescape"))
                 fi.stdin.write(b"\ndone\n")
                 fi.stdin.close()
             except (tarfile.TarError, EOFError, OSError) as e:
@@ -111,5 +115,6 @@ def commit_tarball(repo, tarball, message, ident, date):
         finally:
             kill_group(fi)
     # checkout.workers=0: one worker per core
-    git(repo, "-c", "checkout.workers=0", "reset", "-q", "--hard", "HEAD")
+    git(repo, "-c", "checkout.workers=0", "reset", "-q", "--hard", "HEAD",
+        what="git reset --hard (checking out the unpacked tarball)")
     return git(repo, "rev-parse", "HEAD").stdout.strip()
