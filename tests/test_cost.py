@@ -278,6 +278,34 @@ def test_a_core_given_back_by_a_beside_joins_the_pool():
         beside.join()
 
 
+def test_the_count_beside_is_the_largest_files_and_leaves_the_rest(tmp_path, monkeypatch):
+    """make check's tip: of its counts, the one of the file largest at the
+    tip goes beside (a whole build's witness, explained first, is small);
+    the other jobs stay in the pool's list; the tree may move on once its
+    copy is made; the row gets its count."""
+    from types import SimpleNamespace
+    from bench.cmd import checkdetail as cd
+    made = []
+    monkeypatch.setattr(cd.sandbox, "enabled", lambda: True)
+    monkeypatch.setattr(cd.sc, "count_cached", lambda *a: False)
+    monkeypatch.setattr(cd.cost, "freeze", lambda bdir, f, view: made.append(f))
+    monkeypatch.setattr(cd.sc, "count_c", lambda req, cache, at, bdir, f, view:
+                        {"instructions": 7, "instructions_source": "t"})
+    req = SimpleNamespace(jobs=2, progress=SimpleNamespace(say=lambda m: None))
+    at = SimpleNamespace(commit="c" * 40, cc="gcc")
+    cache = SimpleNamespace(work=tmp_path)
+    rows = {f: {"file": f, "bytes_tip": n} for f, n in
+            (("witness.c", 10), ("setup.c", 1000), ("other.c", 100))}
+    ranked = [(1, (cd._count, (f"{f} (gcc)", rows[f], "tip", req, cache, at, "b")))
+              for f in rows] + [(2, (cd._macros, ("witness.c (gcc)",)))]
+    beside, frozen = cd._count_beside(req, ranked)
+    beside.join()
+    assert frozen.is_set() and made == ["setup.c"]
+    assert [j[1][1][0] for j in ranked] == ["witness.c (gcc)", "other.c (gcc)",
+                                            "witness.c (gcc)"]
+    assert rows["setup.c"]["instructions"]["tip"]["instructions"] == 7
+
+
 def test_counts_do_not_see_the_environment_or_where_the_object_goes(tmp_path, monkeypatch):
     """A count is hermetic: a fixed environment, the object and the tools at
     paths of one length named by the command, PWD a link of one length. The

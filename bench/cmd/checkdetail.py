@@ -145,14 +145,17 @@ def _run(req, ranked, jobs, more=None):
 
 
 def _count_beside(req, ranked):
-    """The longest job of the tip, its worst file's -c count under QEMU
-    (a minute, where the other jobs take seconds), taken out of `ranked`
+    """The longest job of the tip, the -c count under QEMU of the largest
+    file (a minute, where the other jobs take seconds), taken out of `ranked`
     and run in a thread of its own on a frozen copy of what it reads
     (cost.freeze), so that the series' commits and the base are visited
     while it counts: (the Beside, an event set once the tree may move
     on). None (the job left in `ranked`) with one job at a time, without
     the sandbox, or when the count is cached."""
-    i = next((k for k, (_r, (fn, _a)) in enumerate(ranked) if fn is _count), None)
+    counts = [k for k, (_r, (fn, _a)) in enumerate(ranked) if fn is _count]
+    # the longest: the file that is largest at the tip (a whole build's
+    # witness, explained first, is seldom it)
+    i = max(counts, key=lambda k: ranked[k][1][1][1].get("bytes_tip") or 0, default=None)
     if req.jobs < 2 or i is None or not sandbox.enabled():
         return None
     f, row, side, _req, cache, at, bdir = ranked[i][1][1]
