@@ -305,7 +305,7 @@ def test_a_count_past_its_limit_is_killed_and_not_counted(tmp_path):
 def test_count_one_reports_a_timeout_and_caches_nothing(tmp_path, monkeypatch):
     seen = {}
 
-    def hung(argv, cwd, cc, timeout=None, rw=()):
+    def hung(argv, cwd, cc, timeout=None, rw=(), view=None):
         seen["limit"] = timeout
         raise timing.TimedOut(f"not counted: the count was killed after "
                               f"{timeout.seconds:g} s, its limit ({timeout.rule})")
