@@ -18,6 +18,7 @@ from bench.measure import icount
 FIXTURE = icount.HERE.parent.parent / "tests" / "data" / "icount" / "loop.S"
 NS = (1, 1000, 2000, 1_000_000)
 PER_ITERATION, OUTSIDE = 5, 2 + 3
+NOISE = 1000        # instructions a compile's count moves by between runs (tens, seen)
 
 
 def hand_count(n):
@@ -138,9 +139,12 @@ def test_a_count_on_a_frozen_view_reads_the_tree_as_it_was(tmp_path, monkeypatch
     (tree / "kernel/local.h").write_text("#define LOCAL (PRE + 40)\n")
     (bdir / "kernel/.a.o.cmd").write_text("cmd_kernel/a.o := gcc -O0 -c -o kernel/a.o x.c\n")
     after = counted()           # the command as it was, on the tree as it is
-    assert after != before
-    assert counted(view) == before
+    # gcc's temporary files have random names: counts of one command move
+    # by a few tens of instructions now and then; the tree's change moves
+    # this one by far more
+    assert abs(after - before) > 100 * NOISE
+    assert abs(counted(view) - before) < NOISE
     # count_one reads the command from the view too (the build dir moved on)
     c = cost.count_one(Cache(tmp_path / "work"), "k", bdir, "kernel/a.c", "gcc", "time_c",
                        view=view)
-    assert c["instructions"] == before, c
+    assert abs(c["instructions"] - before) < NOISE, c
