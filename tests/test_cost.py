@@ -233,6 +233,33 @@ def test_an_error_in_the_pool_kills_the_running_children(tmp_path):
     assert time.monotonic() - t0 < 60 and got["rc"] == -9
 
 
+def test_kill_all_finds_a_child_that_runs_before_popen_returns(tmp_path, monkeypatch):
+    """A child can run (and be seen running) before Popen returns in the
+    thread that starts it; a kill_all() from another thread then must
+    still find it (spawn lists it under the lock kill_all takes). Here
+    Popen returns late on purpose: it waits for kill_all to have returned,
+    which it never may before the child is listed."""
+    import subprocess
+    import threading
+    from kbuild import proc
+    real, started, killed = subprocess.Popen, threading.Event(), threading.Event()
+
+    def late(*a, **kw):
+        p = real(*a, **kw)
+        started.set()
+        killed.wait(2)      # kill_all must not get past spawn's lock meanwhile
+        return p
+    monkeypatch.setattr(proc.subprocess, "Popen", late)
+    box = {}
+    t = threading.Thread(target=lambda: box.update(p=proc.spawn(["sleep", "120"])))
+    t.start()
+    assert started.wait(60)
+    proc.kill_all()
+    killed.set()
+    t.join()
+    assert box["p"].wait(timeout=60) == -9
+
+
 def test_the_pool_runs_what_a_job_returns_first_and_fails_only_its_file():
     """A file's expansion hands its -E count and attribution to the front of
     the queue; a job's (non-infra) error fails its file, not the point."""

@@ -39,18 +39,21 @@ def spawn(cmd, env=None, **kw):
     missing program is a KexpandError."""
     env = {k: v for k, v in (os.environ if env is None else env).items()
            if k not in MAKE_ENV}
-    try:
-        proc = subprocess.Popen(cmd, start_new_session=True, env=env, **kw)
-    except FileNotFoundError:
-        raise missing_tool(str(cmd[0]))
+    # started and listed under the lock: a kill_all() from another thread
+    # that comes once the child runs (it may run before Popen returns)
+    # finds it listed
     with _LIVE_LOCK:
+        try:
+            proc = subprocess.Popen(cmd, start_new_session=True, env=env, **kw)
+        except FileNotFoundError:
+            raise missing_tool(str(cmd[0]))
         _LIVE[:] = [p for p in _LIVE if p.returncode is None] + [proc]
     return proc
 
 
 # every child spawn() started, for kill_all(): a Ctrl-C reaches only the
 # main thread, while worker threads wait on children in sessions of their own
-_LIVE, _LIVE_LOCK = [], threading.Lock()
+_LIVE, _LIVE_LOCK = [], threading.RLock()
 
 
 def kill_all():
