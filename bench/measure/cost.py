@@ -201,7 +201,7 @@ def freeze(bdir, f, dest):
     for d in sorted(dirs):
         if not any(d != o and d.is_relative_to(o) for o in dirs):
             shutil.copytree(d, dest / d.relative_to(tree), symlinks=True, dirs_exist_ok=True)
-    near = [p for p in source.parent.iterdir()] if inside(source.parent) else []
+    near = list(source.parent.iterdir()) if inside(source.parent) else []
     for p in [*near, *(Path(os.path.normpath(bdir / x)) for x in files)]:
         if p.is_relative_to(tree) and (p.is_symlink() or inside(p) and p.is_file()) \
                 and not any(p.is_relative_to(d) for d in dirs):

@@ -147,12 +147,13 @@ def wrap(argv, bdir, *, cwd=None, rw=(), ro=(), env=None, seconds=None,
     tree = tree_of(bdir)
     cwd = Path(cwd).resolve() if cwd is not None else bdir
     a = _system() + _path_dirs(env, tree) + ["--ro-bind", str(view or tree), str(tree)]
-    for d in sorted(d for d in tree.iterdir() if d.name.startswith(BUILD_DIRS)):
-        if d.is_dir() and d != bdir and view is None:
-            a += ["--ro-bind", str(d), str(d)]
-    if bdir != tree and view is None:
-        bdir.mkdir(parents=True, exist_ok=True)
-        a += ["--bind", str(bdir), str(bdir)]
+    if view is None:        # (a view holds the build dir's part the command reads)
+        for d in sorted(d for d in tree.iterdir() if d.name.startswith(BUILD_DIRS)):
+            if d.is_dir() and d != bdir:
+                a += ["--ro-bind", str(d), str(d)]
+        if bdir != tree:
+            bdir.mkdir(parents=True, exist_ok=True)
+            a += ["--bind", str(bdir), str(bdir)]
     for p in (*(_git_objects(tree) if view is None else ()), *OWN_RO, *ro):
         p = Path(p).resolve()
         if p.exists() and not p.is_relative_to(tree):
